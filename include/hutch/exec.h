@@ -1,0 +1,134 @@
+/*
+ * hutch/exec.h - run commands in a session
+ *
+ * A command runs through the exec API without a shell.  Its stdout and
+ * stderr are demultiplexed from the engine's framed stream and handed to a
+ * callback as they arrive; they can also be captured, each stream up to a
+ * cap past which hutch keeps draining and keeps the head and the tail.
+ *
+ * When the timeout passes or the caller cancels, the command and every
+ * process it started inside the container are killed: each command runs
+ * under hutch's in-container agent, a child subreaper that hutch can tell to
+ * kill its whole tree.
+ *
+ * When the engine says the container is gone or stopped before the command
+ * started, the container is recreated and the command tried once more.
+ * When the container dies while the command runs, the command is not run
+ * again: the result says HUTCH_EXEC_SANDBOX_LOST.
+ */
+#ifndef HUTCH_EXEC_H
+#define HUTCH_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <hutch/error.h>
+#include <hutch/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	HUTCH_STREAM_STDOUT = 1,
+	HUTCH_STREAM_STDERR = 2,
+} hutch_stream;
+
+/* Called with each piece of output as it arrives, from the calling thread.
+ * Return 0 to go on; non-zero cancels the command (it is killed). */
+typedef int (*hutch_output_cb)(hutch_stream stream, const char *data,
+			       size_t len, void *payload);
+
+/* A cancellation flag that another thread may raise while a command runs. */
+typedef struct hutch_cancel hutch_cancel;
+int hutch_cancel_new(hutch_cancel **out, hutch_error **err);
+/* Async-signal-safe and thread-safe. */
+void hutch_cancel_raise(hutch_cancel *cancel);
+int hutch_cancel_raised(const hutch_cancel *cancel);
+void hutch_cancel_free(hutch_cancel *cancel);
+
+#define HUTCH_EXEC_OPTIONS_VERSION 1
+#define HUTCH_EXEC_DEFAULT_TIMEOUT_MS 120000
+#define HUTCH_EXEC_DEFAULT_MAX_OUTPUT (1024 * 1024)
+
+typedef struct {
+	unsigned int version;         /* HUTCH_EXEC_OPTIONS_VERSION */
+	const char *const *argv;      /* the command, no shell */
+	size_t argc;
+	const char *workdir;          /* NULL: /workspace */
+	const char *const *env;       /* extra "K=V" for this command only */
+	size_t env_count;
+	uint64_t timeout_ms;          /* 0: no timeout */
+	int capture;                  /* 1: keep output in the result */
+	size_t max_output;            /* per stream cap when capturing;
+					 0: HUTCH_EXEC_DEFAULT_MAX_OUTPUT */
+	hutch_output_cb on_output;    /* may be NULL */
+	void *payload;
+	hutch_cancel *cancel;         /* may be NULL; borrowed */
+} hutch_exec_options;
+
+#define HUTCH_EXEC_OPTIONS_INIT \
+	{ HUTCH_EXEC_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, \
+	  HUTCH_EXEC_DEFAULT_TIMEOUT_MS, 0, 0, NULL, NULL, NULL }
+
+typedef enum {
+	HUTCH_EXEC_OK = 0,           /* the command ran; see the exit code */
+	HUTCH_EXEC_TIMEOUT,          /* killed when the timeout passed */
+	HUTCH_EXEC_SANDBOX_LOST,     /* the container died under it */
+	HUTCH_EXEC_CANCELLED,        /* killed on the caller's request */
+} hutch_exec_status;
+
+typedef struct hutch_exec_result hutch_exec_result;
+
+/*
+ * Run a command.  Returns 0 when the command ran, whatever its exit code and
+ * also when it timed out, was cancelled or lost its container (see
+ * hutch_exec_result_status); a negative hutch_errcode when it could not be
+ * run at all.  `*out` belongs to the caller (hutch_exec_result_free).
+ */
+int hutch_exec_run(hutch_exec_result **out, hutch_session *session,
+		   const hutch_exec_options *opts, hutch_error **err);
+
+hutch_exec_status hutch_exec_result_status(const hutch_exec_result *res);
+/* "ok", "timeout", "sandbox_lost", "cancelled". */
+const char *hutch_exec_status_name(hutch_exec_status status);
+/* The command's exit code; -1 when it has none (timeout, lost). */
+int hutch_exec_result_exit_code(const hutch_exec_result *res);
+uint64_t hutch_exec_result_duration_ms(const hutch_exec_result *res);
+/* 1 when the container had to be recreated and the command was tried again. */
+int hutch_exec_result_retried(const hutch_exec_result *res);
+
+/*
+ * Captured output of one stream.  `*data` is borrowed (NUL-terminated for
+ * convenience, but may contain NUL bytes); `*len` its length.  When the
+ * stream exceeded the cap, the data is the head, then the tail, and
+ * `*omitted` says how many bytes between them were left out.  `*total` is
+ * every byte the stream carried.
+ */
+void hutch_exec_result_output(const hutch_exec_result *res,
+			      hutch_stream stream, const char **data,
+			      size_t *len, uint64_t *total,
+			      uint64_t *omitted);
+/* Where the head ends in the data above (equal to len when nothing was
+ * omitted). */
+size_t hutch_exec_result_head_len(const hutch_exec_result *res,
+				  hutch_stream stream);
+
+/* Accepts NULL. */
+void hutch_exec_result_free(hutch_exec_result *res);
+
+/*
+ * Render the result as one JSON object: session, argv, exit_code, status,
+ * stdout, stderr, stdout_bytes, stderr_bytes, stdout_truncated,
+ * stderr_truncated, stdout_omitted_bytes, stderr_omitted_bytes, retried,
+ * duration_ms.  Output that is not valid UTF-8 is repaired (U+FFFD) so the
+ * document is always valid JSON.  `*out` is a NUL-terminated string that
+ * belongs to the caller (free()).
+ */
+int hutch_exec_result_to_json(char **out, const hutch_exec_result *res,
+			      const char *session, const char *const *argv,
+			      size_t argc, hutch_error **err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

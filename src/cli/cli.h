@@ -1,0 +1,58 @@
+/*
+ * cli.h - the hutch command line: shared bits of the subcommands
+ *
+ * The CLI is made only of libhutch's public API.
+ */
+#ifndef HUTCH_CLI_H
+#define HUTCH_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <hutch/hutch.h>
+
+/* Exit statuses of hutch itself (a command's own status passes through). */
+#define EXIT_HUTCH_FAILED 125
+#define EXIT_TIMEOUT 124
+
+typedef struct {
+	const char *engine_url; /* --engine, or NULL */
+	const char *prog;
+} cli_globals;
+
+typedef int (*cli_cmd_fn)(cli_globals *g, int argc, char **argv);
+
+/* Print "hutch: MESSAGE" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print the library error and free it; returns EXIT_HUTCH_FAILED. */
+int cli_fail(hutch_error *err);
+/* Open the engine named by --engine or found by discovery. */
+int cli_engine(cli_globals *g, hutch_engine **out);
+
+/* A growable list of strings that the caller does not own. */
+typedef struct {
+	const char **v;
+	size_t n, alloc;
+} cli_strv;
+int cli_strv_add(cli_strv *l, const char *s);
+void cli_strv_free(cli_strv *l);
+
+/* "K=V" as given, or "K" taken from hutch's own environment.  Returns the
+ * entry (possibly newly allocated into *owned) or NULL with an error said. */
+const char *cli_env_entry(const char *arg, char **owned);
+
+/* Parse "120", "1.5" seconds into milliseconds; -1 when invalid. */
+int64_t cli_parse_seconds(const char *s);
+/* Parse "1048576", "64k", "1M", "2G"; -1 when invalid. */
+int64_t cli_parse_size(const char *s);
+
+/* Write all of buf to fd; -1 on error. */
+int cli_write_all(int fd, const char *buf, size_t len);
+
+int cmd_exec(cli_globals *g, int argc, char **argv);
+int cmd_sh(cli_globals *g, int argc, char **argv);
+int cmd_up(cli_globals *g, int argc, char **argv);
+int cmd_sessions(cli_globals *g, int argc, char **argv);
+int cmd_rm(cli_globals *g, int argc, char **argv);
+int cmd_doctor(cli_globals *g, int argc, char **argv);
+
+#endif

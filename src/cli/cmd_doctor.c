@@ -1,0 +1,130 @@
+/*
+ * cmd_doctor.c - hutch doctor: which engine, and is everything in place
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "cli.h"
+
+/* "1.41" -> 141, for comparing API versions. */
+static long api_num(const char *v)
+{
+	char *end;
+	long major, minor = 0;
+
+	if (!v)
+		return -1;
+	major = strtol(v, &end, 10);
+	if (*end == '.')
+		minor = strtol(end + 1, &end, 10);
+	return major * 1000 + minor;
+}
+
+int cmd_doctor(cli_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	hutch_engine *engine = NULL;
+	hutch_engine_info *info = NULL;
+	hutch_error *err = NULL;
+	json_object *report = json_object_new_object(), *problems = json_object_new_array();
+	const char *image = getenv("HUTCH_IMAGE");
+	int c, json = 0, have_image = -1;
+
+	if (!report || !problems)
+		return EXIT_HUTCH_FAILED;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h':
+			puts("usage: hutch doctor [--json]");
+			return 0;
+		default:
+			return EXIT_HUTCH_FAILED;
+		}
+	}
+	if (!image || !*image)
+		image = hutch_default_image();
+	json_object_object_add(report, "hutch_version", json_object_new_string(hutch_version()));
+	json_object_object_add(report, "image", json_object_new_string(image));
+
+	if (hutch_engine_open(&engine, g->engine_url, &err) < 0) {
+		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
+		hutch_error_free(err);
+		goto report;
+	}
+	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(report, "engine_source", json_object_new_string(hutch_engine_source(engine)));
+	if (hutch_engine_info_get(&info, engine, &err) < 0) {
+		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
+		hutch_error_free(err);
+		goto report;
+	}
+	/* The URL may have moved on to a later socket during discovery. */
+	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(report, "engine", json_object_new_string(info->name));
+	json_object_object_add(report, "engine_version", json_object_new_string(info->version ? info->version : "?"));
+	json_object_object_add(report, "engine_api_version", json_object_new_string(info->api_version ? info->api_version : "?"));
+	json_object_object_add(report, "engine_min_api_version", info->min_api_version ? json_object_new_string(info->min_api_version) : NULL);
+	json_object_object_add(report, "api_version", json_object_new_string(hutch_engine_api_version(engine)));
+	json_object_object_add(report, "platform", json_object_new_string(info->arch ? info->arch : "?"));
+	if (info->api_version && api_num(info->api_version) < api_num(hutch_engine_api_version(engine))) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "the engine speaks API %s, older than the %s hutch uses: "
+			 "some calls may fail", info->api_version, hutch_engine_api_version(engine));
+		json_object_array_add(problems, json_object_new_string(msg));
+	}
+	have_image = hutch_engine_image_exists(engine, image, &err);
+	if (have_image < 0) {
+		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
+		hutch_error_free(err);
+	} else if (!have_image) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "image '%s' is not on the engine: build it with "
+			 "images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is", image);
+		json_object_array_add(problems, json_object_new_string(msg));
+	}
+	json_object_object_add(report, "image_present",
+			       have_image < 0 ? NULL : json_object_new_boolean(have_image));
+report:
+	json_object_object_add(report, "ok", json_object_new_boolean(json_object_array_length(problems) == 0));
+	json_object_object_add(report, "problems", json_object_get(problems));
+	if (json) {
+		puts(json_object_to_json_string_ext(report, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else {
+		json_object *v;
+
+		printf("hutch          %s\n", hutch_version());
+		if (json_object_object_get_ex(report, "engine_url", &v))
+			printf("engine URL     %s (from %s)\n", json_object_get_string(v),
+			       hutch_engine_source(engine));
+		if (info) {
+			printf("engine         %s %s, API %s (min %s), %s/%s\n", info->name,
+			       info->version ? info->version : "?",
+			       info->api_version ? info->api_version : "?",
+			       info->min_api_version ? info->min_api_version : "?",
+			       info->os ? info->os : "?", info->arch ? info->arch : "?");
+			printf("API in use     %s\n", hutch_engine_api_version(engine));
+		}
+		if (have_image >= 0)
+			printf("image          %s: %s\n", image, have_image ? "present" : "missing");
+		for (size_t i = 0; i < json_object_array_length(problems); i++)
+			printf("problem        %s\n",
+			       json_object_get_string(json_object_array_get_idx(problems, i)));
+		printf("status         %s\n", json_object_array_length(problems) ? "NOT OK" : "ok");
+	}
+	c = json_object_array_length(problems) ? 1 : 0;
+	json_object_put(problems);
+	json_object_put(report);
+	hutch_engine_info_free(info);
+	hutch_engine_free(engine);
+	return c;
+}

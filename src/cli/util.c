@@ -1,0 +1,140 @@
+/*
+ * util.c - helpers shared by the subcommands
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hutch: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_fail(hutch_error *err)
+{
+	cli_error("%s", hutch_error_message(err));
+	hutch_error_free(err);
+	return EXIT_HUTCH_FAILED;
+}
+
+int cli_engine(cli_globals *g, hutch_engine **out)
+{
+	hutch_error *err = NULL;
+
+	if (hutch_engine_open(out, g->engine_url, &err) < 0)
+		return cli_fail(err);
+	return 0;
+}
+
+int cli_strv_add(cli_strv *l, const char *s)
+{
+	if (l->n == l->alloc) {
+		size_t alloc = l->alloc ? l->alloc * 2 : 8;
+		const char **v = realloc(l->v, alloc * sizeof(*v));
+
+		if (!v)
+			return -1;
+		l->v = v;
+		l->alloc = alloc;
+	}
+	l->v[l->n++] = s;
+	return 0;
+}
+
+void cli_strv_free(cli_strv *l)
+{
+	free(l->v);
+	l->v = NULL;
+	l->n = l->alloc = 0;
+}
+
+const char *cli_env_entry(const char *arg, char **owned)
+{
+	const char *v;
+
+	*owned = NULL;
+	if (!arg[0] || arg[0] == '=') {
+		cli_error("invalid --env '%s': expected K=V or K", arg);
+		return NULL;
+	}
+	if (strchr(arg, '='))
+		return arg;
+	/* "--env NAME" passes hutch's own value on, as docker does. */
+	v = getenv(arg);
+	if (!v) {
+		cli_error("--env %s: %s is not set in hutch's environment", arg, arg);
+		return NULL;
+	}
+	if (asprintf(owned, "%s=%s", arg, v) < 0) {
+		cli_error("out of memory");
+		return NULL;
+	}
+	return *owned;
+}
+
+int64_t cli_parse_seconds(const char *s)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(d) || d < 0 || d > 1e7)
+		return -1;
+	return (int64_t)(d * 1000.0 + 0.5);
+}
+
+int64_t cli_parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: return -1;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || v > (1ULL << (62 - shift)))
+		return -1;
+	return (int64_t)(v << shift);
+}
+
+int cli_write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * agent_blob.c - the agent as a tar archive for the engine's archive API
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "agent_blob.h"
+#include "buf.h"
+
+extern const char hutch__agent_start[];
+extern const char hutch__agent_end[];
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char *tar_data;
+static size_t tar_len;
+
+static int add_entry(struct archive *a, const char *path, mode_t type,
+		     mode_t perm, const char *data, size_t len)
+{
+	struct archive_entry *entry = archive_entry_new();
+	int ok;
+
+	if (!entry)
+		return -1;
+	archive_entry_set_pathname(entry, path);
+	archive_entry_set_filetype(entry, type);
+	archive_entry_set_perm(entry, perm);
+	archive_entry_set_uid(entry, 0);
+	archive_entry_set_gid(entry, 0);
+	archive_entry_set_size(entry, (la_int64_t)len);
+	archive_entry_set_mtime(entry, time(NULL), 0);
+	ok = archive_write_header(a, entry) == ARCHIVE_OK &&
+	     (len == 0 || archive_write_data(a, data, len) == (la_ssize_t)len);
+	archive_entry_free(entry);
+	return ok ? 0 : -1;
+}
+
+static void build(void)
+{
+	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
+	/* A ustar archive is the file plus headers, padded to 10 KiB. */
+	size_t cap = agent_len + 64 * 1024;
+	size_t used = 0;
+	struct archive *a;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return;
+	a = archive_write_new();
+	if (!a ||
+	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
+	    add_entry(a, ".hutch", AE_IFDIR, 0755, NULL, 0) < 0 ||
+	    add_entry(a, ".hutch/hutch-agent", AE_IFREG, 0755,
+		      hutch__agent_start, agent_len) < 0 ||
+	    archive_write_close(a) != ARCHIVE_OK) {
+		archive_write_free(a);
+		free(buf);
+		return;
+	}
+	archive_write_free(a);
+	tar_data = buf;
+	tar_len = used;
+}
+
+int hutch__agent_tar(const char **data, size_t *len)
+{
+	pthread_once(&once, build);
+	if (!tar_data)
+		return -1;
+	*data = tar_data;
+	*len = tar_len;
+	return 0;
+}

@@ -1,0 +1,18 @@
+/*
+ * agent_blob.h - the in-container agent that libhutch carries
+ */
+#ifndef HUTCH_AGENT_BLOB_H
+#define HUTCH_AGENT_BLOB_H
+
+#include <stddef.h>
+
+/* Where the agent lives inside every hutch container. */
+#define HUTCH_AGENT_DIR "/.hutch"
+#define HUTCH_AGENT_PATH "/.hutch/hutch-agent"
+
+/* A tar archive holding .hutch/hutch-agent, to PUT at "/" in a container.
+ * Built once per process; the bytes are borrowed and live until exit.
+ * 0, or -1 when out of memory. */
+int hutch__agent_tar(const char **data, size_t *len);
+
+#endif

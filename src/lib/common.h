@@ -1,0 +1,26 @@
+/*
+ * common.h - small helpers shared by the library's files
+ */
+#ifndef HUTCH_COMMON_H
+#define HUTCH_COMMON_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define HUTCH_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Cleanup attributes, as crun and systemd use them: the variable is
+ * released when it goes out of scope, so error paths stay short. */
+static inline void hutch__freep(void *p)
+{
+	free(*(void **)p);
+}
+#define hutch_cleanup_free __attribute__((cleanup(hutch__freep)))
+
+/* Milliseconds on the monotonic clock. */
+unsigned long long hutch__now_ms(void);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * engine_errors.c - engine error answers become typed hutch errors
+ *
+ * Docker and Podman report the same situations with different statuses and
+ * words (a name clash is 409 on Docker and 500 on Podman; a stopped
+ * container is 409 "is not running" on one and 500 "container state
+ * improper" on the other).  Callers act on the code, so the mapping lives
+ * here, in one place, and keeps the engine's own message for people.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "common.h"
+#include "engine_internal.h"
+#include "error.h"
+
+json_object *hutch__json_parse(const char *data, size_t len)
+{
+	json_tokener *tok;
+	json_object *obj;
+
+	if (!data || len == 0 || len > (size_t)0x7fffffff)
+		return NULL;
+	tok = json_tokener_new();
+	if (!tok)
+		return NULL;
+	obj = json_tokener_parse_ex(tok, data, (int)len);
+	/* Refuse trailing garbage and truncated documents alike. */
+	if (!obj || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != len) {
+		json_object_put(obj);
+		obj = NULL;
+	}
+	json_tokener_free(tok);
+	return obj;
+}
+
+char *hutch__engine_error_message(const char *body, size_t len)
+{
+	json_object *obj, *msg = NULL;
+	char *out = NULL;
+	size_t n;
+
+	obj = hutch__json_parse(body, len);
+	if (obj && json_object_is_type(obj, json_type_object) &&
+	    json_object_object_get_ex(obj, "message", &msg) &&
+	    json_object_is_type(msg, json_type_string)) {
+		out = strdup(json_object_get_string(msg));
+	} else if (obj && json_object_is_type(obj, json_type_object) &&
+		   json_object_object_get_ex(obj, "cause", &msg) &&
+		   json_object_is_type(msg, json_type_string)) {
+		out = strdup(json_object_get_string(msg));
+	} else if (!obj && body && len > 0) {
+		/* Not JSON (a proxy's page, plain text): keep its start. */
+		n = len < 200 ? len : 200;
+		out = malloc(n + 1);
+		if (out) {
+			for (size_t i = 0; i < n; i++)
+				out[i] = isprint((unsigned char)body[i]) ? body[i] : ' ';
+			out[n] = '\0';
+		}
+	}
+	json_object_put(obj);
+	if (out && out[0] == '\0') {
+		free(out);
+		out = NULL;
+	}
+	return out;
+}
+
+static int has(const char *haystack, const char *needle)
+{
+	return haystack && strcasestr(haystack, needle) != NULL;
+}
+
+int hutch__engine_error_code(long status, const char *m)
+{
+	/* Words first: they tell the situation apart where statuses do not. */
+	if (has(m, "not running") || has(m, "state improper") ||
+	    has(m, "is paused") || has(m, "is restarting"))
+		return HUTCH_ENOTRUNNING;
+	if (has(m, "already in use") || has(m, "already exists"))
+		return HUTCH_ECONFLICT;
+	if (has(m, "no such container") || has(m, "no such exec") ||
+	    has(m, "no such image") || has(m, "no such volume") ||
+	    has(m, "no container with"))
+		return HUTCH_ENOTFOUND;
+	switch (status) {
+	case 400:
+		return HUTCH_EINVALID;
+	case 404:
+		return HUTCH_ENOTFOUND;
+	case 409:
+		return HUTCH_ECONFLICT;
+	default:
+		return HUTCH_EFAILED;
+	}
+}
+
+int hutch__engine_error(hutch_error **err, long status, const char *body,
+			size_t len, const char *what)
+{
+	char *msg = hutch__engine_error_message(body, len);
+	int code = hutch__engine_error_code(status, msg);
+
+	hutch__error_set_engine(err, code, (int)status, msg,
+				"%s: %s (HTTP %ld)", what,
+				msg ? msg : "the engine gave no reason", status);
+	free(msg);
+	return code;
+}

@@ -1,0 +1,165 @@
+/*
+ * error.c - one-line error objects
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "error.h"
+
+/* Statically allocated so that running out of memory can still be told. */
+static struct hutch_error oom_error = {
+	HUTCH_ENOMEM, 0, (char *)"out of memory", NULL
+};
+
+/* Errors are shown as one line: fold control characters (an engine message
+ * may carry newlines) into spaces, and trim trailing blanks. */
+static void one_line(char *s)
+{
+	size_t n;
+
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	n = strlen(s);
+	while (n > 0 && s[n - 1] == ' ')
+		s[--n] = '\0';
+}
+
+static int set_va(hutch_error **err, int code, int http_status,
+		  const char *engine_message, const char *fmt, va_list ap)
+{
+	struct hutch_error *e;
+
+	if (!err)
+		return code;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		*err = &oom_error;
+		return code;
+	}
+	if (vasprintf(&e->message, fmt, ap) < 0) {
+		free(e);
+		*err = &oom_error;
+		return code;
+	}
+	one_line(e->message);
+	if (engine_message) {
+		e->engine_message = strdup(engine_message);
+		if (e->engine_message)
+			one_line(e->engine_message);
+	}
+	e->code = code;
+	e->http_status = http_status;
+	*err = e;
+	return code;
+}
+
+int hutch__error_set(hutch_error **err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_va(err, code, 0, NULL, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int hutch__error_set_engine(hutch_error **err, int code, int http_status,
+			    const char *engine_message, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_va(err, code, http_status, engine_message, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
+{
+	struct hutch_error *e;
+	char *prefix = NULL, *joined = NULL;
+	va_list ap;
+
+	if (!err || !*err || *err == &oom_error)
+		return code;
+	e = *err;
+	va_start(ap, fmt);
+	if (vasprintf(&prefix, fmt, ap) < 0)
+		prefix = NULL;
+	va_end(ap);
+	if (prefix && asprintf(&joined, "%s: %s", prefix, e->message) >= 0) {
+		one_line(joined);
+		free(e->message);
+		e->message = joined;
+	}
+	free(prefix);
+	return e->code;
+}
+
+int hutch__error_oom(hutch_error **err)
+{
+	if (err)
+		*err = &oom_error;
+	return HUTCH_ENOMEM;
+}
+
+const char *hutch_error_message(const hutch_error *err)
+{
+	return err ? err->message : "no error";
+}
+
+int hutch_error_code(const hutch_error *err)
+{
+	return err ? err->code : HUTCH_OK;
+}
+
+int hutch_error_http_status(const hutch_error *err)
+{
+	return err ? err->http_status : 0;
+}
+
+const char *hutch_error_engine_message(const hutch_error *err)
+{
+	return err ? err->engine_message : NULL;
+}
+
+void hutch_error_free(hutch_error *err)
+{
+	if (!err || err == &oom_error)
+		return;
+	free(err->message);
+	free(err->engine_message);
+	free(err);
+}
+
+const char *hutch_error_code_name(int code)
+{
+	switch (code) {
+	case HUTCH_OK: return "ok";
+	case HUTCH_ENOTFOUND: return "not found";
+	case HUTCH_ECONFLICT: return "conflict";
+	case HUTCH_ETIMEOUT: return "timeout";
+	case HUTCH_EUNREACHABLE: return "engine unreachable";
+	case HUTCH_EINVALID: return "invalid input";
+	case HUTCH_ETOOBIG: return "too big";
+	case HUTCH_ENOTRUNNING: return "not running";
+	case HUTCH_ENOMEM: return "out of memory";
+	case HUTCH_ECANCELLED: return "cancelled";
+	case HUTCH_EPROTO: return "protocol error";
+	default: return "failed";
+	}
+}
+
+unsigned long long hutch__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL +
+	       (unsigned long long)ts.tv_nsec / 1000000ULL;
+}

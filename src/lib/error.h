@@ -1,0 +1,34 @@
+/*
+ * error.h - building hutch_error objects inside the library
+ */
+#ifndef HUTCH_ERROR_INTERNAL_H
+#define HUTCH_ERROR_INTERNAL_H
+
+#include <hutch/error.h>
+
+struct hutch_error {
+	int code;
+	int http_status;
+	char *message;        /* one line */
+	char *engine_message; /* the engine's words, verbatim, or NULL */
+};
+
+/* Store a new error in *err (when err is non-NULL) and return `code`.  The
+ * message is printf-formatted and folded onto one line. */
+int hutch__error_set(hutch_error **err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Same, keeping the engine's HTTP status and message. */
+int hutch__error_set_engine(hutch_error **err, int code, int http_status,
+			    const char *engine_message, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Put "context: " in front of an existing error's message, as the error
+ * travels up.  Returns the error's code (or `code` when *err is NULL, so
+ * callers can `return hutch__error_wrap(err, rc, ...)`). */
+int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+int hutch__error_oom(hutch_error **err);
+
+#endif

@@ -1,0 +1,698 @@
+/*
+ * exec.c - running commands in a session
+ *
+ * A warm command costs three requests, the floor of the exec API: exec
+ * create (by container name, so no lookup comes first), exec start (the
+ * output stream), exec inspect (the exit code).  Everything else happens
+ * only when something went wrong: the container is recreated when the
+ * engine says it is gone, the process tree is killed when the timeout
+ * passes, the container is inspected when the command died of a signal.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <json-c/json.h>
+
+#include <hutch/exec.h>
+
+#include "agent_blob.h"
+#include "capture.h"
+#include "common.h"
+#include "demux.h"
+#include "engine_internal.h"
+#include "error.h"
+#include "session_internal.h"
+#include "utf8.h"
+
+/* The agent's own deadline trails hutch's, so it only acts when the hutch
+ * process that should have killed the command has vanished. */
+#define AGENT_BACKSTOP_MS 10000
+/* How long exec inspect may keep saying "running" after the stream ended. */
+#define INSPECT_WAIT_MS 10000
+#define MAX_ARGS 4096
+
+struct hutch_exec_result {
+	hutch_exec_status status;
+	int exit_code;
+	uint64_t duration_ms;
+	int retried;
+	struct {
+		char *data;
+		size_t len, head_len;
+		uint64_t total, omitted;
+	} out[2];
+};
+
+/* ---- cancellation ---------------------------------------------------- */
+
+int hutch_cancel_new(hutch_cancel **out, hutch_error **err)
+{
+	hutch_cancel *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return hutch__error_oom(err);
+	*out = c;
+	return 0;
+}
+
+void hutch_cancel_raise(hutch_cancel *c)
+{
+	if (c)
+		__atomic_store_n(&c->raised, 1, __ATOMIC_SEQ_CST);
+}
+
+int hutch_cancel_raised(const hutch_cancel *c)
+{
+	return c ? __atomic_load_n(&c->raised, __ATOMIC_SEQ_CST) : 0;
+}
+
+void hutch_cancel_free(hutch_cancel *c)
+{
+	free(c);
+}
+
+/* ---- results --------------------------------------------------------- */
+
+const char *hutch_exec_status_name(hutch_exec_status status)
+{
+	switch (status) {
+	case HUTCH_EXEC_OK: return "ok";
+	case HUTCH_EXEC_TIMEOUT: return "timeout";
+	case HUTCH_EXEC_SANDBOX_LOST: return "sandbox_lost";
+	case HUTCH_EXEC_CANCELLED: return "cancelled";
+	}
+	return "error";
+}
+
+hutch_exec_status hutch_exec_result_status(const hutch_exec_result *r)
+{
+	return r->status;
+}
+
+int hutch_exec_result_exit_code(const hutch_exec_result *r)
+{
+	return r->exit_code;
+}
+
+uint64_t hutch_exec_result_duration_ms(const hutch_exec_result *r)
+{
+	return r->duration_ms;
+}
+
+int hutch_exec_result_retried(const hutch_exec_result *r)
+{
+	return r->retried;
+}
+
+void hutch_exec_result_output(const hutch_exec_result *r, hutch_stream stream,
+			      const char **data, size_t *len, uint64_t *total,
+			      uint64_t *omitted)
+{
+	int i = stream == HUTCH_STREAM_STDERR ? 1 : 0;
+
+	if (data)
+		*data = r->out[i].data ? r->out[i].data : "";
+	if (len)
+		*len = r->out[i].len;
+	if (total)
+		*total = r->out[i].total;
+	if (omitted)
+		*omitted = r->out[i].omitted;
+}
+
+size_t hutch_exec_result_head_len(const hutch_exec_result *r, hutch_stream stream)
+{
+	return r->out[stream == HUTCH_STREAM_STDERR ? 1 : 0].head_len;
+}
+
+void hutch_exec_result_free(hutch_exec_result *r)
+{
+	if (!r)
+		return;
+	free(r->out[0].data);
+	free(r->out[1].data);
+	free(r);
+}
+
+/* ---- one run --------------------------------------------------------- */
+
+struct run {
+	hutch_session *s;
+	const hutch_exec_options *o;
+	hutch_demux demux;
+	hutch_capture cap[2];
+	uint64_t seen;        /* payload bytes delivered so far */
+	int malformed;        /* the stream was not a framed stream */
+	int stopped;          /* the caller's callback asked to stop */
+	int oom;
+	char tag[32];
+	char exec_id[128];
+};
+
+static int on_frame(int stream, const char *data, size_t len, void *p)
+{
+	struct run *r = p;
+	int i;
+
+	/* Docker's "system error" stream carries the engine's own complaint
+	 * (for instance a failed exec); it is shown where errors go. */
+	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
+	r->seen += len;
+	if (r->o->capture && hutch__capture_add(&r->cap[i], data, len) < 0) {
+		r->oom = 1;
+		return 1;
+	}
+	if (r->o->on_output &&
+	    r->o->on_output(i ? HUTCH_STREAM_STDERR : HUTCH_STREAM_STDOUT,
+			    data, len, r->o->payload)) {
+		r->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int on_stream(const char *data, size_t len, void *p)
+{
+	struct run *r = p;
+	int rc = hutch__demux_feed(&r->demux, data, len, on_frame, r);
+
+	if (rc < 0)
+		r->malformed = 1;
+	return rc != 0;
+}
+
+static int make_tag(char *out, size_t outsz)
+{
+	unsigned char raw[12];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(raw)) {
+		n = getrandom(raw + got, sizeof(raw) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < outsz; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+static int validate(const hutch_exec_options *o, hutch_error **err)
+{
+	if (!o || o->version != HUTCH_EXEC_OPTIONS_VERSION)
+		return hutch__error_set(err, HUTCH_EINVALID, "unsupported hutch_exec_options");
+	if (!o->argv || o->argc == 0 || !o->argv[0] || !o->argv[0][0])
+		return hutch__error_set(err, HUTCH_EINVALID, "no command given");
+	if (o->argc > MAX_ARGS)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"too many arguments (%zu, at most %d)", o->argc, MAX_ARGS);
+	for (size_t i = 0; i < o->argc; i++)
+		if (!o->argv[i])
+			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
+	if (o->workdir && o->workdir[0] != '/')
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"working directory '%.200s' must be absolute", o->workdir);
+	for (size_t i = 0; i < o->env_count; i++)
+		if (!o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
+			return hutch__error_set(err, HUTCH_EINVALID,
+						"invalid environment entry '%.80s': expected K=V",
+						o->env[i] ? o->env[i] : "");
+	return 0;
+}
+
+static json_object *exec_body(const struct run *r)
+{
+	const hutch_exec_options *o = r->o;
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	json_object *env = json_object_new_array();
+	char deadline[32];
+
+	if (!body || !cmd || !env) {
+		json_object_put(body);
+		json_object_put(cmd);
+		json_object_put(env);
+		return NULL;
+	}
+	snprintf(deadline, sizeof(deadline), "%llu",
+		 o->timeout_ms ? (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS : 0ULL);
+	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
+	json_object_array_add(cmd, json_object_new_string("run"));
+	json_object_array_add(cmd, json_object_new_string("--tag"));
+	json_object_array_add(cmd, json_object_new_string(r->tag));
+	json_object_array_add(cmd, json_object_new_string("--deadline-ms"));
+	json_object_array_add(cmd, json_object_new_string(deadline));
+	json_object_array_add(cmd, json_object_new_string("--"));
+	for (size_t i = 0; i < o->argc; i++)
+		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
+	for (size_t i = 0; i < o->env_count; i++)
+		json_object_array_add(env, json_object_new_string(o->env[i]));
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "Cmd", cmd);
+	json_object_object_add(body, "Env", env);
+	json_object_object_add(body, "WorkingDir",
+			       json_object_new_string(o->workdir ? o->workdir : "/workspace"));
+	return body;
+}
+
+/* POST /containers/NAME/exec; the id lands in r->exec_id. */
+static int exec_create(struct run *r, json_object *body, hutch_error **err)
+{
+	json_object *out = NULL, *id;
+	char path[256];
+	int rc;
+
+	snprintf(path, sizeof(path), "/containers/%s/exec", hutch__session_container(r->s));
+	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body, &out,
+				NULL, "create exec", err);
+	if (rc < 0)
+		return rc;
+	if (!out || !json_object_object_get_ex(out, "Id", &id) ||
+	    !json_object_is_type(id, json_type_string) ||
+	    strlen(json_object_get_string(id)) >= sizeof(r->exec_id) ||
+	    strspn(json_object_get_string(id), "0123456789abcdef") !=
+		    strlen(json_object_get_string(id))) {
+		json_object_put(out);
+		return hutch__error_set(err, HUTCH_EPROTO, "create exec: the engine gave no usable exec id");
+	}
+	snprintf(r->exec_id, sizeof(r->exec_id), "%s", json_object_get_string(id));
+	json_object_put(out);
+	return 0;
+}
+
+/* POST /exec/ID/start and read the stream to its end (or the deadline).
+ * Returns 0 when the stream was read, the engine's error before it
+ * started, or ETIMEOUT / ECANCELLED / EFAILED. */
+static int exec_start(struct run *r, unsigned long long deadline, hutch_error **err)
+{
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	hutch__request req = {
+		.method = "POST", .body = body, .body_len = sizeof(body) - 1,
+		.sink = on_stream, .sink_payload = r, .deadline_ms = deadline,
+		.cancel = r->o->cancel,
+	};
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char path[192];
+	int rc;
+
+	snprintf(path, sizeof(path), "/exec/%s/start", r->exec_id);
+	req.path = path;
+	hutch__demux_init(&r->demux);
+	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
+	if (rc == 0 && (resp.status < 200 || resp.status >= 300))
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, "start exec");
+	hutch__response_free(&resp);
+	return rc;
+}
+
+/* Run the agent's kill in a second exec: it finds the command's agent by
+ * its tag and kills every process under it, then the agent. */
+static int kill_tree(struct run *r, hutch_error **err)
+{
+	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	json_object *out = NULL, *id;
+	hutch__request req = { .method = "POST" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	static const char start[] = "{\"Detach\":false,\"Tty\":false}";
+	char path[256];
+	int rc;
+
+	if (!body || !cmd) {
+		json_object_put(body);
+		json_object_put(cmd);
+		return hutch__error_oom(err);
+	}
+	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
+	json_object_array_add(cmd, json_object_new_string("kill"));
+	json_object_array_add(cmd, json_object_new_string(r->tag));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "Cmd", cmd);
+	/* Root, so it can kill whatever the command became. */
+	json_object_object_add(body, "User", json_object_new_string("0:0"));
+	snprintf(path, sizeof(path), "/containers/%s/exec", hutch__session_container(r->s));
+	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body, &out,
+				NULL, "create kill exec", err);
+	json_object_put(body);
+	if (rc < 0)
+		return rc;
+	if (!out || !json_object_object_get_ex(out, "Id", &id) ||
+	    strspn(json_object_get_string(id), "0123456789abcdef") !=
+		    strlen(json_object_get_string(id)) ||
+	    strlen(json_object_get_string(id)) > 128) {
+		json_object_put(out);
+		return hutch__error_set(err, HUTCH_EPROTO, "create kill exec: no usable exec id");
+	}
+	snprintf(path, sizeof(path), "/exec/%s/start", json_object_get_string(id));
+	json_object_put(out);
+	req.path = path;
+	req.body = start;
+	req.body_len = sizeof(start) - 1;
+	/* The agent's kill is bounded; so is our wait for it. */
+	req.deadline_ms = hutch__now_ms() + 30000;
+	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
+	if (rc == 0 && (resp.status < 200 || resp.status >= 300))
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, "start kill exec");
+	hutch__response_free(&resp);
+	return rc;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* GET /exec/ID/json until the engine says the exec has ended: Podman can
+ * answer "exit code 0" for a moment while it is still running.  1 with
+ * *code set, 0 when the exec ended without a code, or negative. */
+static int exec_exit_code(struct run *r, int *code, hutch_error **err)
+{
+	json_object *out = NULL, *v;
+	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
+	unsigned int pause = 1;
+	char path[192];
+	int rc, running;
+
+	snprintf(path, sizeof(path), "/exec/%s/json", r->exec_id);
+	for (;;) {
+		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
+					&out, NULL, "inspect exec", err);
+		if (rc < 0)
+			return rc;
+		running = out && json_object_object_get_ex(out, "Running", &v) &&
+			  json_object_get_boolean(v);
+		if (!running) {
+			rc = 0;
+			if (json_object_object_get_ex(out, "ExitCode", &v) &&
+			    json_object_is_type(v, json_type_int)) {
+				*code = json_object_get_int(v);
+				rc = 1;
+			}
+			json_object_put(out);
+			return rc;
+		}
+		json_object_put(out);
+		out = NULL;
+		if (hutch__now_ms() > until)
+			return hutch__error_set(err, HUTCH_ETIMEOUT,
+				"exec %.12s still reported running %d s after its output ended",
+				r->exec_id, INSPECT_WAIT_MS / 1000);
+		sleep_ms(pause);
+		if (pause < 50)
+			pause *= 2;
+	}
+}
+
+/* 1 when the session's container runs, 0 when it is stopped or gone. */
+static int container_alive(struct run *r)
+{
+	json_object *out = NULL, *st, *v;
+	char path[256];
+	int alive = 0, rc;
+
+	snprintf(path, sizeof(path), "/containers/%s/json", hutch__session_container(r->s));
+	rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL, &out,
+				NULL, "inspect container", NULL);
+	if (rc == 0 && json_object_object_get_ex(out, "State", &st) &&
+	    json_object_object_get_ex(st, "Running", &v))
+		alive = json_object_get_boolean(v);
+	else if (rc < 0 && rc != HUTCH_ENOTFOUND)
+		alive = 1; /* cannot tell: do not claim the sandbox was lost */
+	json_object_put(out);
+	return alive;
+}
+
+static int finish_capture(struct run *r, hutch_exec_result *res)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!r->o->capture) {
+			res->out[i].total = r->cap[i].total;
+			continue;
+		}
+		res->out[i].data = hutch__capture_take(&r->cap[i], &res->out[i].len,
+						       &res->out[i].head_len,
+						       &res->out[i].omitted);
+		res->out[i].total = r->cap[i].total;
+		if (!res->out[i].data)
+			return -1;
+	}
+	return 0;
+}
+
+int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
+		   const hutch_exec_options *o, hutch_error **err)
+{
+	struct run r;
+	hutch_exec_result *res = NULL;
+	json_object *body = NULL;
+	unsigned long long t0 = hutch__now_ms(), deadline;
+	hutch_error *lerr = NULL;
+	size_t cap;
+	int rc, code = -1, attempt;
+
+	rc = validate(o, err);
+	if (rc < 0)
+		return rc;
+	memset(&r, 0, sizeof(r));
+	r.s = s;
+	r.o = o;
+	cap = o->max_output ? o->max_output : HUTCH_EXEC_DEFAULT_MAX_OUTPUT;
+	hutch__capture_init(&r.cap[0], cap);
+	hutch__capture_init(&r.cap[1], cap);
+	res = calloc(1, sizeof(*res));
+	if (!res || make_tag(r.tag, sizeof(r.tag)) < 0) {
+		rc = res ? hutch__error_set(err, HUTCH_EFAILED, "no randomness for the exec tag: %s",
+					    strerror(errno))
+			 : hutch__error_oom(err);
+		goto out;
+	}
+	body = exec_body(&r);
+	if (!body) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	res->exit_code = -1;
+
+	for (attempt = 0;; attempt++) {
+		hutch_error_free(lerr);
+		lerr = NULL;
+		rc = exec_create(&r, body, &lerr);
+		if (rc == 0) {
+			deadline = o->timeout_ms ? hutch__now_ms() + o->timeout_ms : 0;
+			rc = exec_start(&r, deadline, &lerr);
+		}
+		/* The container was gone or stopped before the command began:
+		 * nothing ran, so bringing the container back and trying once
+		 * more cannot run the command twice. */
+		if ((rc == HUTCH_ENOTFOUND || rc == HUTCH_ENOTRUNNING) &&
+		    attempt == 0 && r.seen == 0 && r.demux.frames == 0) {
+			hutch_error_free(lerr);
+			lerr = NULL;
+			rc = hutch_session_ensure(s, NULL, &lerr);
+			if (rc < 0)
+				break;
+			res->retried = 1;
+			continue;
+		}
+		break;
+	}
+
+	if (rc == HUTCH_ETIMEOUT || rc == HUTCH_ECANCELLED || r.stopped) {
+		/* Our side stopped reading: make sure nothing keeps running. */
+		hutch_error *kerr = NULL;
+
+		res->status = rc == HUTCH_ETIMEOUT ? HUTCH_EXEC_TIMEOUT : HUTCH_EXEC_CANCELLED;
+		if (kill_tree(&r, &kerr) < 0 && container_alive(&r)) {
+			rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
+					       "the command was not killed");
+			if (err)
+				*err = kerr;
+			else
+				hutch_error_free(kerr);
+			goto out;
+		}
+		hutch_error_free(kerr);
+		rc = 0;
+		goto done;
+	}
+	if (r.oom) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	if (r.malformed) {
+		rc = hutch__error_set(err, HUTCH_EPROTO,
+				      "the engine sent output that is not a framed exec stream");
+		goto out;
+	}
+	if (rc < 0 && rc != HUTCH_EFAILED) {
+		if (err) {
+			*err = lerr;
+			lerr = NULL;
+		}
+		goto out;
+	}
+	/* The stream ended, cleanly or cut.  Ask how the command ended; a
+	 * vanished exec, a signal death or a cut stream in a container that
+	 * no longer runs all mean the sandbox went away under the command. */
+	{
+		hutch_error *ierr = NULL;
+		int cut = rc < 0 || !hutch__demux_at_boundary(&r.demux);
+		int got = exec_exit_code(&r, &code, &ierr);
+
+		if ((got < 0 || cut || code < 0 || code >= 128) && !container_alive(&r)) {
+			hutch_error_free(ierr);
+			res->status = HUTCH_EXEC_SANDBOX_LOST;
+			res->exit_code = -1;
+			rc = 0;
+			goto done;
+		}
+		if (got < 0 || cut) {
+			if (cut && lerr) {
+				rc = hutch__error_wrap(&lerr, HUTCH_EFAILED, "exec stream broke");
+				if (err) {
+					*err = lerr;
+					lerr = NULL;
+				}
+				hutch_error_free(ierr);
+			} else if (got < 0) {
+				rc = got;
+				if (err)
+					*err = ierr;
+				else
+					hutch_error_free(ierr);
+			} else {
+				hutch_error_free(ierr);
+				rc = hutch__error_set(err, HUTCH_EPROTO,
+						      "the exec stream ended inside a frame");
+			}
+			goto out;
+		}
+		res->status = HUTCH_EXEC_OK;
+		res->exit_code = got == 1 ? code : -1;
+		rc = 0;
+	}
+done:
+	if (finish_capture(&r, res) < 0) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	res->duration_ms = hutch__now_ms() - t0;
+	*out = res;
+	res = NULL;
+out:
+	if (rc < 0)
+		hutch__error_wrap(err, rc, "session '%s'", hutch_session_name(s));
+	hutch_error_free(lerr);
+	json_object_put(body);
+	hutch__capture_free(&r.cap[0]);
+	hutch__capture_free(&r.cap[1]);
+	hutch_exec_result_free(res);
+	return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static json_object *text(const char *data, size_t len)
+{
+	size_t n;
+	char *fixed = hutch__utf8_repair(data, len, &n);
+	json_object *s;
+
+	if (!fixed)
+		return NULL;
+	s = json_object_new_string_len(fixed, (int)n);
+	free(fixed);
+	return s;
+}
+
+static int add_stream(json_object *obj, const hutch_exec_result *r, int i,
+		      const char *name)
+{
+	char key[64];
+	json_object *v;
+	char *joined = NULL;
+	const char *data = r->out[i].data ? r->out[i].data : "";
+	size_t len = r->out[i].len;
+
+	/* Say where bytes were left out, in the text itself, so a reader of
+	 * the string alone (a model) knows it is not the whole output. */
+	if (r->out[i].omitted) {
+		char marker[96];
+		int m = snprintf(marker, sizeof(marker), "\n[... %llu bytes omitted ...]\n",
+				 (unsigned long long)r->out[i].omitted);
+		size_t head = r->out[i].head_len, total = len + (size_t)m;
+
+		/* Byte-exact: the output may hold NUL bytes. */
+		joined = malloc(total + 1);
+		if (!joined)
+			return -1;
+		memcpy(joined, data, head);
+		memcpy(joined + head, marker, (size_t)m);
+		memcpy(joined + head + (size_t)m, data + head, len - head);
+		joined[total] = '\0';
+		data = joined;
+		len = total;
+	}
+	v = text(data, len);
+	free(joined);
+	if (!v)
+		return -1;
+	json_object_object_add(obj, name, v);
+	snprintf(key, sizeof(key), "%s_bytes", name);
+	json_object_object_add(obj, key, json_object_new_int64((int64_t)r->out[i].total));
+	snprintf(key, sizeof(key), "%s_truncated", name);
+	json_object_object_add(obj, key, json_object_new_boolean(r->out[i].omitted > 0));
+	snprintf(key, sizeof(key), "%s_omitted_bytes", name);
+	json_object_object_add(obj, key, json_object_new_int64((int64_t)r->out[i].omitted));
+	return 0;
+}
+
+int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
+			      const char *session, const char *const *argv,
+			      size_t argc, hutch_error **err)
+{
+	json_object *obj = json_object_new_object(), *av = json_object_new_array();
+	const char *s;
+	int rc = HUTCH_ENOMEM;
+
+	if (!obj || !av)
+		goto out;
+	for (size_t i = 0; i < argc; i++) {
+		json_object *a = text(argv[i], strlen(argv[i]));
+
+		if (!a)
+			goto out;
+		json_object_array_add(av, a);
+	}
+	json_object_object_add(obj, "session", json_object_new_string(session ? session : ""));
+	json_object_object_add(obj, "argv", av);
+	av = NULL;
+	json_object_object_add(obj, "exit_code",
+			       r->exit_code >= 0 ? json_object_new_int(r->exit_code) : NULL);
+	json_object_object_add(obj, "status", json_object_new_string(hutch_exec_status_name(r->status)));
+	if (add_stream(obj, r, 0, "stdout") < 0 || add_stream(obj, r, 1, "stderr") < 0)
+		goto out;
+	json_object_object_add(obj, "retried", json_object_new_boolean(r->retried));
+	json_object_object_add(obj, "duration_ms", json_object_new_int64((int64_t)r->duration_ms));
+	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!s || !(*out = strdup(s)))
+		goto out;
+	rc = 0;
+out:
+	json_object_put(av);
+	json_object_put(obj);
+	return rc < 0 ? hutch__error_oom(err) : 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * session_internal.h - what exec needs to know about a session
+ */
+#ifndef HUTCH_SESSION_INTERNAL_H
+#define HUTCH_SESSION_INTERNAL_H
+
+#include <hutch/session.h>
+
+#define HUTCH_LABEL_SESSION "dev.hutch.session"
+#define HUTCH_LABEL_VERSION "dev.hutch.version"
+#define HUTCH_LABEL_CREATED "dev.hutch.created"
+#define HUTCH_LABEL_IMAGE "dev.hutch.image"
+#define HUTCH_LABEL_WORKSPACE "dev.hutch.workspace"
+#define HUTCH_LABEL_ENV "dev.hutch.env"
+#define HUTCH_LABEL_CONFIG "dev.hutch.config"
+
+struct hutch_session {
+	hutch_engine *engine;   /* borrowed */
+	char *name;
+	char *container;        /* "hutch-NAME" */
+	char *volume;           /* "hutch-NAME" */
+	char *image;
+	char *workspace;        /* absolute host path, or NULL for the volume */
+	char **env;
+	size_t env_count;
+};
+
+/* Container name of the session.  Borrowed. */
+const char *hutch__session_container(const hutch_session *s);
+
+#endif
