@@ -38,6 +38,30 @@ json_object *hutch__json_parse(const char *data, size_t len)
 	return obj;
 }
 
+/* Engines put newlines and padding in messages; a hutch error is one
+ * line, so fold control characters and runs of blanks into one space. */
+static void fold(char *s)
+{
+	char *w = s;
+	int blank = 1;
+
+	for (char *r = s; *r; r++) {
+		unsigned char c = (unsigned char)*r;
+
+		if (c < 0x20 || c == 0x7f || c == ' ') {
+			if (!blank)
+				*w++ = ' ';
+			blank = 1;
+			continue;
+		}
+		*w++ = (char)c;
+		blank = 0;
+	}
+	while (w > s && w[-1] == ' ')
+		w--;
+	*w = '\0';
+}
+
 char *hutch__engine_error_message(const char *body, size_t len)
 {
 	json_object *obj, *msg = NULL;
@@ -62,8 +86,12 @@ char *hutch__engine_error_message(const char *body, size_t len)
 				out[i] = isprint((unsigned char)body[i]) ? body[i] : ' ';
 			out[n] = '\0';
 		}
+		/* Some engine's or proxy's page, not JSON: a status line is
+		 * all it is worth. */
 	}
 	json_object_put(obj);
+	if (out)
+		fold(out);
 	if (out && out[0] == '\0') {
 		free(out);
 		out = NULL;
