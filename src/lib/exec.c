@@ -147,6 +147,7 @@ struct run {
 	uint64_t seen;        /* payload bytes delivered so far */
 	int malformed;        /* the stream was not a framed stream */
 	int stopped;          /* the caller's callback asked to stop */
+	int streamed;         /* exec start answered 2xx: a stream began */
 	int oom;
 	char tag[32];
 	char exec_id[128];
@@ -308,7 +309,9 @@ static int exec_start(struct run *r, unsigned long long deadline, hutch_error **
 	req.path = path;
 	hutch__demux_init(&r->demux);
 	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
-	if (rc == 0 && (resp.status < 200 || resp.status >= 300))
+	/* The status is known even when the transfer broke mid-stream. */
+	r->streamed = resp.status >= 200 && resp.status < 300;
+	if (rc == 0 && !r->streamed)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
 					 resp.body.len, "start exec");
 	hutch__response_free(&resp);
@@ -489,6 +492,7 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 	for (attempt = 0;; attempt++) {
 		hutch_error_free(lerr);
 		lerr = NULL;
+		r.streamed = 0;
 		rc = exec_create(&r, body, &lerr);
 		if (rc == 0) {
 			deadline = o->timeout_ms ? hutch__now_ms() + o->timeout_ms : 0;
@@ -537,7 +541,9 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 				      "the engine sent output that is not a framed exec stream");
 		goto out;
 	}
-	if (rc < 0 && rc != HUTCH_EFAILED) {
+	/* Only a stream that began and then broke goes on to the questions
+	 * below; an engine error before that is the answer itself. */
+	if (rc < 0 && !(rc == HUTCH_EFAILED && r.streamed)) {
 		if (err) {
 			*err = lerr;
 			lerr = NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <curl/curl.h>
 
 #include "common.h"
@@ -253,6 +254,18 @@ static int advance_candidate(hutch_engine *e)
 
 static int unreachable(hutch_engine *e, hutch_error **err, const char *why)
 {
+	struct stat st;
+
+	/* curl speaks of "localhost port 80" even for a unix socket; say what
+	 * is wrong with the socket instead. */
+	if (e->socket_path) {
+		if (stat(e->socket_path, &st) < 0)
+			why = errno == ENOENT ? "no such socket" : strerror(errno);
+		else if (!S_ISSOCK(st.st_mode))
+			why = "not a socket";
+		else
+			why = "connection refused";
+	}
 	if (e->ncandidates > 1)
 		return hutch__error_set(err, HUTCH_EUNREACHABLE,
 			"no container engine answered: tried %s (%s); start Docker "
