@@ -29,7 +29,7 @@
 
 /* The agent's own deadline trails hutch's, so it only acts when the hutch
  * process that should have killed the command has vanished. */
-#define AGENT_BACKSTOP_MS 10000
+#define AGENT_BACKSTOP_MS 2000
 /* How long exec inspect may keep saying "running" after the stream ended. */
 #define INSPECT_WAIT_MS 10000
 #define MAX_ARGS 4096
@@ -318,6 +318,54 @@ static int exec_start(struct run *r, unsigned long long deadline, hutch_error **
 	return rc;
 }
 
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* GET /exec/ID/json until the engine says the exec has ended: Podman can
+ * answer "exit code 0" for a moment while it is still running.  1 with
+ * *code set, 0 when the exec ended without a code, or negative. */
+static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error **err)
+{
+	json_object *out = NULL, *v;
+	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
+	unsigned int pause = 1;
+	char path[192];
+	int rc, running;
+
+	snprintf(path, sizeof(path), "/exec/%s/json", id);
+	for (;;) {
+		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
+					&out, NULL, "inspect exec", err);
+		if (rc < 0)
+			return rc;
+		running = out && json_object_object_get_ex(out, "Running", &v) &&
+			  json_object_get_boolean(v);
+		if (!running) {
+			rc = 0;
+			if (json_object_object_get_ex(out, "ExitCode", &v) &&
+			    json_object_is_type(v, json_type_int)) {
+				*code = json_object_get_int(v);
+				rc = 1;
+			}
+			json_object_put(out);
+			return rc;
+		}
+		json_object_put(out);
+		out = NULL;
+		if (hutch__now_ms() > until)
+			return hutch__error_set(err, HUTCH_ETIMEOUT,
+				"exec %.12s still reported running %d s after its output ended",
+				id, INSPECT_WAIT_MS / 1000);
+		sleep_ms(pause);
+		if (pause < 50)
+			pause *= 2;
+	}
+}
+
 /* Run the agent's kill in a second exec: it finds the command's agent by
  * its tag and kills every process under it, then the agent. */
 static int kill_tree(struct run *r, hutch_error **err)
@@ -325,6 +373,8 @@ static int kill_tree(struct run *r, hutch_error **err)
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	json_object *out = NULL, *id;
 	hutch__request req = { .method = "POST" };
+	char kill_id[129];
+	int code = -1;
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	static const char start[] = "{\"Detach\":false,\"Tty\":false}";
 	char path[256];
@@ -356,7 +406,8 @@ static int kill_tree(struct run *r, hutch_error **err)
 		json_object_put(out);
 		return hutch__error_set(err, HUTCH_EPROTO, "create kill exec: no usable exec id");
 	}
-	snprintf(path, sizeof(path), "/exec/%s/start", json_object_get_string(id));
+	snprintf(kill_id, sizeof(kill_id), "%s", json_object_get_string(id));
+	snprintf(path, sizeof(path), "/exec/%s/start", kill_id);
 	json_object_put(out);
 	req.path = path;
 	req.body = start;
@@ -368,56 +419,20 @@ static int kill_tree(struct run *r, hutch_error **err)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
 					 resp.body.len, "start kill exec");
 	hutch__response_free(&resp);
-	return rc;
+	if (rc < 0)
+		return rc;
+	/* 0: the tree is gone; 3: the agent had already finished.  Anything
+	 * else (126: the runtime could not start the killer, as in a
+	 * container whose pids limit is full) means it may still run. */
+	rc = exec_exit_code(r, kill_id, &code, err);
+	if (rc < 0)
+		return rc;
+	if (code != 0 && code != 3)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"the in-container kill exited %d", code);
+	return 0;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* GET /exec/ID/json until the engine says the exec has ended: Podman can
- * answer "exit code 0" for a moment while it is still running.  1 with
- * *code set, 0 when the exec ended without a code, or negative. */
-static int exec_exit_code(struct run *r, int *code, hutch_error **err)
-{
-	json_object *out = NULL, *v;
-	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
-	unsigned int pause = 1;
-	char path[192];
-	int rc, running;
-
-	snprintf(path, sizeof(path), "/exec/%s/json", r->exec_id);
-	for (;;) {
-		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
-					&out, NULL, "inspect exec", err);
-		if (rc < 0)
-			return rc;
-		running = out && json_object_object_get_ex(out, "Running", &v) &&
-			  json_object_get_boolean(v);
-		if (!running) {
-			rc = 0;
-			if (json_object_object_get_ex(out, "ExitCode", &v) &&
-			    json_object_is_type(v, json_type_int)) {
-				*code = json_object_get_int(v);
-				rc = 1;
-			}
-			json_object_put(out);
-			return rc;
-		}
-		json_object_put(out);
-		out = NULL;
-		if (hutch__now_ms() > until)
-			return hutch__error_set(err, HUTCH_ETIMEOUT,
-				"exec %.12s still reported running %d s after its output ended",
-				r->exec_id, INSPECT_WAIT_MS / 1000);
-		sleep_ms(pause);
-		if (pause < 50)
-			pause *= 2;
-	}
-}
 
 /* 1 when the session's container runs, 0 when it is stopped or gone. */
 static int container_alive(struct run *r)
@@ -520,13 +535,24 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 
 		res->status = rc == HUTCH_ETIMEOUT ? HUTCH_EXEC_TIMEOUT : HUTCH_EXEC_CANCELLED;
 		if (kill_tree(&r, &kerr) < 0 && container_alive(&r)) {
-			rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
-					       "the command was not killed");
-			if (err)
-				*err = kerr;
-			else
-				hutch_error_free(kerr);
-			goto out;
+			int ignored;
+			hutch_error *ierr = NULL;
+
+			/* A container whose pids limit is exhausted refuses the
+			 * kill exec.  After a timeout the agent's own deadline,
+			 * AGENT_BACKSTOP_MS later, ends the tree without starting
+			 * a process: wait for that before calling it killed. */
+			if (res->status != HUTCH_EXEC_TIMEOUT ||
+			    exec_exit_code(&r, r.exec_id, &ignored, &ierr) < 0) {
+				hutch_error_free(ierr);
+				rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
+						       "the command was not killed");
+				if (err)
+					*err = kerr;
+				else
+					hutch_error_free(kerr);
+				goto out;
+			}
 		}
 		hutch_error_free(kerr);
 		rc = 0;
@@ -556,7 +582,7 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 	{
 		hutch_error *ierr = NULL;
 		int cut = rc < 0 || !hutch__demux_at_boundary(&r.demux);
-		int got = exec_exit_code(&r, &code, &ierr);
+		int got = exec_exit_code(&r, r.exec_id, &code, &ierr);
 
 		if ((got < 0 || cut || code < 0 || code >= 128) && !container_alive(&r)) {
 			hutch_error_free(ierr);

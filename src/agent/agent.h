@@ -1,0 +1,51 @@
+/*
+ * agent.h - hutch-agent, the static helper that runs inside every sandbox
+ *
+ * hutch copies this binary into each container at /.hutch/hutch-agent and
+ * uses it as the container's entry point ("sleep") and as a wrapper around
+ * every command it runs ("run"), so that a timed-out or cancelled command can
+ * be killed together with everything it left behind ("kill").
+ *
+ * It is linked statically and must work in any image, including ones with
+ * no shell and no libc: it touches nothing in the image but /proc and
+ * /dev/null (and copes without the latter), and makes no NSS calls.
+ */
+#ifndef HUTCH_AGENT_H
+#define HUTCH_AGENT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define AGENT_PREFIX		"hutch-agent: "
+
+/* Tags are [A-Za-z0-9_-]{1,64}; they appear verbatim in /proc/PID/cmdline. */
+#define AGENT_TAG_MAX		64
+
+/* Exit codes shared with the hutch library. */
+#define AGENT_EXIT_FAIL		1	/* kill: tree could not be emptied */
+#define AGENT_EXIT_USAGE	2	/* bad command line */
+#define AGENT_EXIT_NOTFOUND	3	/* kill: no run agent with that tag */
+#define AGENT_EXIT_DEADLINE	124	/* run: --deadline-ms expired */
+#define AGENT_EXIT_INTERNAL	125	/* run: the agent itself failed */
+#define AGENT_EXIT_NOEXEC	126	/* run: command found but not runnable */
+#define AGENT_EXIT_NOTFOUND_CMD	127	/* run: command not found */
+
+/* main.c */
+void agent_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool agent_tag_valid(const char *tag);
+
+/* Subcommands: argv[0] is the subcommand name; return the exit code. */
+int agent_sleep(int argc, char **argv);
+int agent_run(int argc, char **argv);
+int agent_kill(int argc, char **argv);
+
+/*
+ * proctree.c: SIGSTOP then SIGKILL every descendant of @root (never @root
+ * itself, pid 1 or the caller), rescanning /proc until none is left or the
+ * round/time bound is hit.  Returns 0 when the subtree is empty, -1 when
+ * something survived (e.g. a setuid descendant the caller may not signal).
+ * When @root is the caller itself, its zombies are reaped along the way.
+ */
+int proctree_kill_descendants(pid_t root);
+
+#endif /* HUTCH_AGENT_H */

@@ -1,0 +1,99 @@
+/*
+ * main.c - hutch-agent subcommand dispatch
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *args;
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "sleep", agent_sleep, "",
+	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)" },
+	{ "run", agent_run, "--tag TAG [--deadline-ms N] -- ARGV...",
+	  "run ARGV, keep its orphans until it exits" },
+	{ "kill", agent_kill, "TAG",
+	  "kill the 'run' agent with TAG and all its descendants" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/*
+ * Format the whole line first and emit it with one write(): stderr is
+ * shared with the command's own output, and a line split over several
+ * writes could be interleaved with it.  Also safe in a forked child.
+ */
+void agent_err(const char *fmt, ...)
+{
+	char line[512];
+	size_t len = sizeof(AGENT_PREFIX) - 1;
+	size_t room = sizeof(line) - len - 1;	/* keep one byte for '\n' */
+	va_list ap;
+	int saved = errno;
+	int n;
+
+	memcpy(line, AGENT_PREFIX, len);
+	va_start(ap, fmt);
+	n = vsnprintf(line + len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	else if ((size_t)n >= room)
+		n = (int)room - 1;	/* truncated, still one line */
+	len += (size_t)n;
+	line[len++] = '\n';
+	if (write(STDERR_FILENO, line, len) < 0) {
+		/* Nowhere left to report it. */
+	}
+	errno = saved;
+}
+
+bool agent_tag_valid(const char *tag)
+{
+	size_t len = strlen(tag);
+
+	if (len == 0 || len > AGENT_TAG_MAX)
+		return false;
+	return strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "abcdefghijklmnopqrstuvwxyz"
+			   "0123456789_-") == len;
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: hutch-agent COMMAND [ARGS...]\n\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %s %s\n      %s\n", commands[i].name,
+			commands[i].args, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return AGENT_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+
+	agent_err("unknown command '%s' (try --help)", argv[1]);
+	return AGENT_EXIT_USAGE;
+}

@@ -1,0 +1,449 @@
+/*
+ * run.c - the "sleep" and "run" subcommands
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define DEFAULT_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* About 31 years: keeps now + deadline far from any overflow. */
+#define DEADLINE_MAX_MS	1000000000000ULL
+
+struct run_opts {
+	const char *tag;
+	unsigned long long deadline_ms;	/* 0: none */
+	char **argv;
+};
+
+/*
+ * An inherited SIG_IGN for SIGCHLD would make the kernel auto-reap our
+ * children (no exit status for us) and an inherited SIG_IGN elsewhere would
+ * leak into the command, so never trust what the exec API handed us.
+ */
+static void default_signal(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	/* Fails harmlessly for SIGKILL, SIGSTOP and glibc's reserved ones. */
+	sigaction(sig, &sa, NULL);
+}
+
+static void reap_all(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+int agent_sleep(int argc, char **argv)
+{
+	sigset_t set;
+	int sig;
+
+	if (argc != 1) {
+		agent_err("usage: hutch-agent sleep");
+		return AGENT_EXIT_USAGE;
+	}
+	default_signal(SIGCHLD);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	/*
+	 * Block and wait synchronously instead of pause() plus handlers: no
+	 * window between checking a flag and going to sleep.  Blocked signals
+	 * are also queued for a namespace's pid 1, where the kernel would drop
+	 * SIG_DFL ones, so this works when we are the container's init too.
+	 */
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+		agent_err("sigprocmask: %m");
+		return 1;
+	}
+	for (;;) {
+		sig = sigwaitinfo(&set, NULL);
+		if (sig < 0) {
+			if (errno == EINTR)	/* e.g. after SIGSTOP/SIGCONT */
+				continue;
+			agent_err("sigwaitinfo: %m");
+			return 1;
+		}
+		if (sig != SIGCHLD)
+			return 0;
+		/* Only as pid 1 do we have children: orphans of the container. */
+		reap_all();
+	}
+}
+
+static int parse_ms(const char *s, unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (unsigned long long)(*s - '0');
+		if (v > DEADLINE_MAX_MS)
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_run_args(int argc, char **argv, struct run_opts *o)
+{
+	int i;
+
+	/*
+	 * "--tag TAG" must come first: "kill" matches argv[1..3] of our
+	 * /proc/PID/cmdline exactly, so any other order would leave this
+	 * agent unkillable by tag.
+	 */
+	if (argc < 3 || strcmp(argv[1], "--tag"))
+		goto usage;
+	if (!agent_tag_valid(argv[2])) {
+		agent_err("invalid tag (want 1-%d of [A-Za-z0-9_-])",
+			  AGENT_TAG_MAX);
+		return -1;
+	}
+	o->tag = argv[2];
+	i = 3;
+	if (i < argc && !strcmp(argv[i], "--deadline-ms")) {
+		if (i + 1 >= argc || parse_ms(argv[i + 1], &o->deadline_ms)) {
+			agent_err("--deadline-ms wants 0..%llu",
+				  DEADLINE_MAX_MS);
+			return -1;
+		}
+		i += 2;
+	}
+	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc)
+		goto usage;
+	o->argv = argv + i + 1;
+	return 0;
+usage:
+	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] -- ARGV...");
+	return -1;
+}
+
+/*
+ * The exec API starts us without stdin attached, and some runtimes leave
+ * the fd closed rather than on /dev/null.  A closed 0..2 would be taken by
+ * the first file the command opens, which would then receive its output,
+ * so plug every hole.  Done in ascending order, so open() lands on @fd.
+ * Every runtime creates /dev/null, but rather than fail if it is missing,
+ * use a pipe with its other end closed: reads see EOF, and nothing from
+ * the image is needed.
+ */
+static int plug_fd(int fd)
+{
+	int p[2], nfd;
+
+	if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+		return 0;
+	/* No O_CLOEXEC: the command is meant to inherit it. */
+	nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+	if (nfd < 0) {
+		if (pipe(p) < 0)
+			return -1;
+		nfd = fd == 0 ? p[0] : p[1];
+		close(fd == 0 ? p[1] : p[0]);
+	}
+	if (nfd != fd) {
+		if (dup2(nfd, fd) < 0) {
+			close(nfd);
+			return -1;
+		}
+		close(nfd);
+	}
+	return 0;
+}
+
+static int plug_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (plug_fd(fd) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * execvp() by hand: glibc's falls back to /bin/sh on ENOEXEC, and the image
+ * may not have a shell at all.  Which errors end the search follows
+ * execvp: a missing or inaccessible candidate moves on to the next
+ * directory, anything else means we found the file and it cannot run.
+ */
+static int exec_search(char **argv)
+{
+	const char *name = argv[0], *path, *p, *end;
+	size_t nlen = strlen(name), dlen;
+	bool eacces = false;
+	char buf[PATH_MAX];
+
+	if (!*name)
+		return ENOENT;
+	if (strchr(name, '/')) {
+		execve(name, argv, environ);
+		return errno;
+	}
+	if (nlen + 2 > sizeof(buf))
+		return ENAMETOOLONG;
+	path = getenv("PATH");
+	if (!path)
+		path = DEFAULT_PATH;
+	for (p = path;; p = end + 1) {
+		end = strchrnul(p, ':');
+		dlen = (size_t)(end - p);
+		if (dlen + nlen + 2 <= sizeof(buf)) {
+			/* An empty element means the current directory. */
+			memcpy(buf, p, dlen);
+			if (dlen)
+				buf[dlen++] = '/';
+			memcpy(buf + dlen, name, nlen + 1);
+			execve(buf, argv, environ);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT:
+			case ENOTDIR:
+			case ESTALE:
+			case ENODEV:
+			case ETIMEDOUT:
+			case ENAMETOOLONG:
+				break;
+			default:
+				return errno;
+			}
+		}
+		if (!*end)
+			break;
+	}
+	return eacces ? EACCES : ENOENT;
+}
+
+/* One line even if argv[0] holds control characters. */
+static void report_exec_failure(const char *name, int err)
+{
+	char safe[256], line[512];
+	size_t i;
+	int n;
+
+	for (i = 0; name[i] && i < sizeof(safe) - 1; i++)
+		safe[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ?
+			  '?' : name[i];
+	safe[i] = '\0';
+	n = snprintf(line, sizeof(line), "hutch: cannot run '%s': %s\n",
+		     safe, strerror(err));
+	if (n > (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 1;
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* Nowhere left to report it. */
+	}
+}
+
+static void __attribute__((noreturn)) child_exec(char **argv)
+{
+	sigset_t none;
+	int sig, err;
+
+	/*
+	 * A session (and so process group) of its own: the signals we forward
+	 * reach the command and the helpers it keeps in its group as a unit,
+	 * and a terminal's or a user's group signal meant for the command can
+	 * never land on the agent.  Cannot fail: a fresh child of ours is not
+	 * a group leader.
+	 */
+	setsid();
+	for (sig = 1; sig < NSIG; sig++)
+		default_signal(sig);
+	/*
+	 * Unblock last: a signal forwarded before setsid() went to this pid
+	 * (see forward()) and is still pending; it now takes its default
+	 * action, before the command ever runs.
+	 */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	err = exec_search(argv);
+	report_exec_failure(argv[0], err);
+	_exit(err == ENOENT ? AGENT_EXIT_NOTFOUND_CMD : AGENT_EXIT_NOEXEC);
+}
+
+static void forward(pid_t child, int sig)
+{
+	/*
+	 * Until the child has called setsid() its group does not exist; then
+	 * signal the child itself.  Its mask, inherited from us, keeps the
+	 * signal pending until it has reset its dispositions.
+	 */
+	if (kill(-child, sig) < 0 && errno == ESRCH)
+		kill(child, sig);
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return AGENT_EXIT_INTERNAL;
+}
+
+/* Reap every zombie we have; the main child's exit code, or -1. */
+static int reap(pid_t child)
+{
+	int status, code = -1;
+	pid_t pid;
+
+	/*
+	 * As a subreaper we inherit the command's orphans: collect them all,
+	 * not just the child, or they would pile up as zombies while we live.
+	 */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		if (pid == child)
+			code = exit_code(status);
+	return code;
+}
+
+static void deadline_from_now(unsigned long long ms, struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Next signal from @set; 0 once @deadline (if any) has passed. */
+static int wait_signal(const sigset_t *set, const struct timespec *deadline)
+{
+	struct timespec now, left;
+	int sig;
+
+	for (;;) {
+		if (!deadline) {
+			sig = sigwaitinfo(set, NULL);
+		} else {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = deadline->tv_sec - now.tv_sec;
+			left.tv_nsec = deadline->tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			if (left.tv_sec < 0)
+				return 0;
+			sig = sigtimedwait(set, NULL, &left);
+			if (sig < 0 && errno == EAGAIN)
+				return 0;
+		}
+		/* EINTR: e.g. "kill" stopped and continued us. */
+		if (sig >= 0 || errno != EINTR)
+			return sig;
+	}
+}
+
+static int supervise(pid_t child, const struct run_opts *o,
+		     const sigset_t *set, const struct timespec *deadline)
+{
+	int code, sig;
+
+	for (;;) {
+		/*
+		 * Return as soon as the main child is gone, without waiting for
+		 * background descendants: they re-parent to the container's
+		 * init when we exit, so servers started with '&' keep running.
+		 */
+		code = reap(child);
+		if (code >= 0)
+			return code;
+		sig = wait_signal(set, o->deadline_ms ? deadline : NULL);
+		if (sig == 0) {
+			/*
+			 * Backstop for a hutch that went away and so will never
+			 * run "kill".  Our zombies stay unreaped meanwhile; the
+			 * tree walk skips them and init inherits them.
+			 */
+			proctree_kill_descendants(getpid());
+			return AGENT_EXIT_DEADLINE;
+		}
+		if (sig < 0) {
+			agent_err("waiting for signals: %m");
+			proctree_kill_descendants(getpid());
+			return AGENT_EXIT_INTERNAL;
+		}
+		if (sig != SIGCHLD)
+			forward(child, sig);
+	}
+}
+
+int agent_run(int argc, char **argv)
+{
+	struct run_opts o = { 0 };
+	struct timespec deadline = { 0 };
+	sigset_t set;
+	pid_t child;
+
+	if (parse_run_args(argc, argv, &o) < 0)
+		return AGENT_EXIT_USAGE;
+	if (plug_std_fds() < 0) {
+		agent_err("cannot open standard fds: %m");
+		return AGENT_EXIT_INTERNAL;
+	}
+	/*
+	 * Subreaper before fork: from then on anything the command detaches
+	 * (double fork, setsid, nohup) re-parents to us rather than to the
+	 * container's init, so it stays in our subtree where "kill TAG" and
+	 * the deadline can find it for as long as we live.
+	 */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		agent_err("PR_SET_CHILD_SUBREAPER: %m");
+		return AGENT_EXIT_INTERNAL;
+	}
+	default_signal(SIGCHLD);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	/*
+	 * Block before fork so that neither a quick child exit nor an early
+	 * SIGTERM can slip in before we start waiting: both stay pending.
+	 */
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+		agent_err("sigprocmask: %m");
+		return AGENT_EXIT_INTERNAL;
+	}
+	if (o.deadline_ms)
+		deadline_from_now(o.deadline_ms, &deadline);
+
+	child = fork();
+	if (child < 0) {
+		agent_err("fork: %m");
+		return AGENT_EXIT_INTERNAL;
+	}
+	if (child == 0)
+		child_exec(o.argv);
+	return supervise(child, &o, &set, &deadline);
+}
