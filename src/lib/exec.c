@@ -453,6 +453,23 @@ static int container_alive(struct run *r)
 	return alive;
 }
 
+/* Docker reports a killed container's exec as ended (137) a moment before
+ * the container itself stops saying it runs; give the state that moment
+ * before concluding the container survived. */
+#define LOST_SETTLE_MS 1000
+
+static int container_alive_settled(struct run *r)
+{
+	unsigned long long until = hutch__now_ms() + LOST_SETTLE_MS;
+
+	while (container_alive(r)) {
+		if (hutch__now_ms() >= until)
+			return 1;
+		sleep_ms(25);
+	}
+	return 0;
+}
+
 static int finish_capture(struct run *r, hutch_exec_result *res)
 {
 	for (int i = 0; i < 2; i++) {
@@ -584,7 +601,13 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 		int cut = rc < 0 || !hutch__demux_at_boundary(&r.demux);
 		int got = exec_exit_code(&r, r.exec_id, &code, &ierr);
 
-		if ((got < 0 || cut || code < 0 || code >= 128) && !container_alive(&r)) {
+		/* A SIGKILL death, a cut stream or a vanished exec is what a
+		 * dying container looks like: only those wait for its state to
+		 * settle.  Other signal deaths get one look. */
+		int suspect = got < 0 || cut || code < 0 || code == 137;
+
+		if ((suspect || code >= 128) &&
+		    !(suspect ? container_alive_settled(&r) : container_alive(&r))) {
 			hutch_error_free(ierr);
 			res->status = HUTCH_EXEC_SANDBOX_LOST;
 			res->exit_code = -1;
