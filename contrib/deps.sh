@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Install every Debian/Ubuntu package hutch needs to build, test and run.
+#
+# Idempotent and quick: one dpkg-query decides; apt-get runs only when
+# something is missing.  It never starts a service: engines are started by
+# contrib/engines.sh (tests) or contrib/setup.sh (a newcomer's machine).
+#
+# hutch talks to rootful engines only, so neither /etc/subuid nor uidmap is
+# needed; recommends (slirp4netns, fuse-overlayfs, uidmap...) stay out.
+set -euo pipefail
+
+packages=(
+	# build
+	gcc make libc6-dev autoconf automake libtool pkg-config
+	libcurl4-openssl-dev libjson-c-dev libarchive-dev
+	# tests and benchmarks
+	libcriterion-dev hyperfine
+	# engines: Docker Engine 20.10 (brings containerd, runc, tini for
+	# HostConfig.Init) and Podman 4.3 (runc, not crun: crun fails on
+	# cgroup v1/hybrid hosts; catatonit for HostConfig.Init; netavark, not
+	# the CNI plugins apt would pick without recommends)
+	docker.io podman runc catatonit tini netavark
+	# the offline image and the scripts
+	busybox-static curl ca-certificates tar
+)
+
+missing=()
+status=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null || true)
+for p in "${packages[@]}"; do
+	grep -qx "$p install ok installed" <<<"$status" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#packages[@]} packages installed"
+	exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null ||
+		{ echo "deps: not root and no sudo: install ${missing[*]} by hand" >&2; exit 1; }
+	sudo=(sudo)
+fi
+
+# Keep maintainer scripts from starting docker/containerd: a policy-rc.d that
+# says "no" (101), only if the machine has none of its own.
+policy=/usr/sbin/policy-rc.d
+own_policy=
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# written by hutch contrib/deps.sh for one apt-get run\nexit 101\n' |
+		"${sudo[@]}" tee "$policy" >/dev/null
+	"${sudo[@]}" chmod 755 "$policy"
+	own_policy=1
+fi
+cleanup() { [ -z "$own_policy" ] || "${sudo[@]}" rm -f "$policy"; }
+trap cleanup EXIT
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "deps: done"

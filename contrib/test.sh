@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Run hutch's whole test suite, the way CI does:
+#
+#   contrib/test.sh [--no-distcheck]
+#
+#   1. install what is missing (contrib/deps.sh)
+#   2. configure --enable-werror (only when not configured so) and build
+#   3. start a private Docker Engine and Podman service (contrib/engines.sh)
+#   4. import hutch-offline:latest into both (images/offline/build.sh)
+#   5. make check: unit tests, then the integration tests against both
+#      engines; HUTCH_MUST_RUN=1 makes a missing engine a failure
+#   6. make distcheck (skip with --no-distcheck): the release tarball builds
+#      and its unit tests pass; its integration tests skip, they just ran
+#
+# The last line is "N passed, N failed[, N skipped]" (automake's counts; a
+# failed step outside the test suite counts as one failure).  The exit status
+# is non-zero on any failure.  The engines stay up for the next run;
+# `contrib/engines.sh stop` stops them.
+#
+# HUTCH_CHECK_TIMEOUT and HUTCH_DISTCHECK_TIMEOUT (seconds) bound the two
+# long steps, so a hang is reported here rather than by a CI time limit.
+set -uo pipefail
+
+distcheck=1
+for arg in "$@"; do
+	case $arg in
+	--no-distcheck) distcheck= ;;
+	-h | --help)
+		sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"
+		exit 0
+		;;
+	*)
+		echo "test: unknown option '$arg' (only --no-distcheck)" >&2
+		exit 2
+		;;
+	esac
+done
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+jobs=${HUTCH_JOBS:-$(nproc 2>/dev/null || echo 2)}
+t0=$(date +%s)
+tstep=$t0
+failed_steps=()
+timings=()
+
+step() {
+	local now
+	now=$(date +%s)
+	[ -z "${cur:-}" ] || timings+=("$(printf '%5ds  %s' $((now - tstep)) "$cur")")
+	cur=$*
+	tstep=$now
+	[ -z "$cur" ] || printf '\n=== [%s +%ds] %s\n' "$(date +%H:%M:%S)" $((now - t0)) "$cur"
+}
+
+# Counts from automake's test-suite.log ("# PASS:  3").
+count() {
+	local n
+	n=$(sed -n "s/^# $1: *\([0-9]*\)\$/\1/p" test-suite.log 2>/dev/null | head -1)
+	echo "${n:-0}"
+}
+
+finish() {
+	step ""
+	local pass=0 fail=0 skip=0
+	if [ -f test-suite.log ]; then
+		pass=$(count PASS)
+		fail=$(($(count FAIL) + $(count ERROR) + $(count XPASS)))
+		skip=$(count SKIP)
+	fi
+	echo
+	echo "=== timings"
+	printf '%s\n' "${timings[@]}"
+	printf '%5ds  total\n' $(($(date +%s) - t0))
+	if [ ${#failed_steps[@]} -gt 0 ]; then
+		echo "=== failed: ${failed_steps[*]}"
+		[ "$fail" -gt 0 ] || fail=${#failed_steps[@]}
+	fi
+	echo
+	if [ "$skip" -gt 0 ]; then
+		echo "$pass passed, $fail failed, $skip skipped"
+	else
+		echo "$pass passed, $fail failed"
+	fi
+	[ "$fail" -eq 0 ] && [ ${#failed_steps[@]} -eq 0 ]
+	exit
+}
+
+# run NAME CMD...: run a step; a failure is recorded and returns 1.
+run() {
+	local name=$1
+	shift
+	"$@" && return 0
+	echo "test: $name failed (exit $?)" >&2
+	failed_steps+=("$name")
+	return 1
+}
+
+show_failures() {
+	local trs res log
+	if [ -f test-suite.log ]; then
+		echo "=== test-suite.log (summary)"
+		sed '/^\.\. contents::/q' test-suite.log
+	fi
+	for trs in $(find . -name '*.trs' -newer "$check_stamp" 2>/dev/null | sort); do
+		res=$(sed -n 's/^:test-result: //p' "$trs")
+		case $res in
+		FAIL | ERROR | XPASS)
+			log=${trs%.trs}.log
+			echo "=== $res: ${log#./}"
+			cat "$log"
+			;;
+		esac
+	done
+}
+
+step "dependencies (contrib/deps.sh)"
+run deps contrib/deps.sh || finish
+
+step "configure --enable-werror"
+if [ ! -x configure ] || [ configure.ac -nt configure ]; then
+	run autoreconf autoreconf -fi || finish
+fi
+if [ -f config.status ] && ./config.status --config | grep -q -- '--enable-werror' &&
+	[ config.status -nt configure ]; then
+	echo "test: already configured with --enable-werror"
+else
+	had_build=
+	[ ! -f Makefile ] || had_build=1
+	run configure ./configure --enable-werror || finish
+	# Objects built with other flags (without -Werror, say) would not be
+	# rebuilt by make, and their warnings would go unseen.
+	[ -z "$had_build" ] || run clean make clean || finish
+fi
+
+step "make -j$jobs"
+run build make -j"$jobs" || finish
+
+step "engines (contrib/engines.sh start)"
+run engines contrib/engines.sh start || finish
+engines_env=$(contrib/engines.sh env) || finish
+eval "$engines_env"
+echo "$engines_env"
+
+step "offline image into both engines (images/offline/build.sh)"
+run image images/offline/build.sh "$HUTCH_TEST_DOCKER" "$HUTCH_TEST_PODMAN" || finish
+
+step "make -j$jobs check (HUTCH_MUST_RUN=1)"
+rm -f test-suite.log
+check_stamp=$(mktemp)
+trap 'rm -f "$check_stamp"' EXIT
+if ! run check env HUTCH_MUST_RUN=1 timeout --kill-after=30 \
+	"${HUTCH_CHECK_TIMEOUT:-2700}" make -j"$jobs" check; then
+	show_failures
+fi
+
+if [ -n "$distcheck" ]; then
+	step "make distcheck (integration tests skip: they just ran)"
+	run distcheck env -u HUTCH_TEST_DOCKER -u HUTCH_TEST_PODMAN \
+		-u HUTCH_MUST_RUN -u CI timeout --kill-after=30 \
+		"${HUTCH_DISTCHECK_TIMEOUT:-1800}" make -j"$jobs" distcheck
+fi
+
+finish

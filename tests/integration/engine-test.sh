@@ -1,0 +1,52 @@
+#!/bin/sh
+# engine-test.sh NAME: run the integration tests against one engine.
+#
+# The engine's URL comes from HUTCH_TEST_<NAME> (HUTCH_TEST_DOCKER,
+# HUTCH_TEST_PODMAN), as printed by `contrib/engines.sh env`.  Without it the
+# test is skipped (77) -- unless HUTCH_MUST_RUN=1 or CI=true, where a missing
+# engine is a failure: a CI run that skipped every integration test would be
+# green and prove nothing.
+#
+# HUTCH_TEST_TIMEOUT (seconds, default 180) bounds each test, so one hung test
+# fails instead of eating the CI time limit.
+set -u
+
+name=${1:?usage: engine-test.sh docker|podman}
+var=HUTCH_TEST_$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')
+eval "url=\${$var:-}"
+
+if [ -z "$url" ]; then
+	if [ "${HUTCH_MUST_RUN:-}" = 1 ] || [ "${CI:-}" = true ]; then
+		echo "engine-test: $var is not set: no $name engine to test against"
+		echo "engine-test: start one with contrib/engines.sh start and eval \"\$(contrib/engines.sh env)\""
+		exit 1
+	fi
+	echo "engine-test: $var is not set: skipping the $name integration tests"
+	exit 77
+fi
+
+case $url in
+unix://*) set -- --unix-socket "${url#unix://}" http://localhost/_ping ;;
+/*) set -- --unix-socket "$url" http://localhost/_ping ;;
+tcp://*) set -- "http://${url#tcp://}/_ping" ;;
+*)
+	echo "engine-test: $var='$url': use unix:///PATH or tcp://HOST:PORT"
+	exit 1
+	;;
+esac
+if ! answer=$(curl -sS --max-time 10 "$@" 2>&1) || [ "$answer" != OK ]; then
+	echo "engine-test: the $name engine at $url does not answer GET /_ping: $answer"
+	exit 1
+fi
+
+bin=${HUTCH_BUILDDIR:-.}/tests/integration/test-integration
+if [ ! -x "$bin" ]; then
+	echo "engine-test: $bin is not built"
+	exit 99 # hard error: the build is broken, not the test
+fi
+
+HUTCH_TEST_ENGINE=$url
+HUTCH_TEST_ENGINE_NAME=$name
+export HUTCH_TEST_ENGINE HUTCH_TEST_ENGINE_NAME
+echo "engine-test: $name at $url"
+exec "$bin" --verbose --color=never --short-filename --timeout "${HUTCH_TEST_TIMEOUT:-180}"
