@@ -26,7 +26,8 @@ DOCKER_SOCK=$DIR/docker.sock
 PODMAN_SOCK=$DIR/podman.sock
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
-# Podman reads only these files, never /etc/containers/*.
+# Podman takes its configuration and storage settings only from these
+# files, not from /etc/containers.
 export CONTAINERS_CONF=$DIR/containers.conf
 export CONTAINERS_STORAGE_CONF=$DIR/storage.conf
 
@@ -50,8 +51,9 @@ pid_alive() {
 pid_of() { cat "$1" 2>/dev/null || true; }
 
 # Overlay needs a filesystem that can hold an upper dir (not overlayfs
-# itself, not some network filesystems); vfs always works but copies every
-# layer, which makes container create several times slower.
+# itself, not some network filesystems); vfs always works but copies the
+# whole image into every new container.  The choice is kept in
+# storage-driver, so images stay usable across restarts.
 storage_driver() {
 	if [ -n "${HUTCH_ENGINES_STORAGE:-}" ]; then
 		echo "$HUTCH_ENGINES_STORAGE"
@@ -188,7 +190,12 @@ driver = "$driver"
 graphroot = "$DIR/podman/root"
 runroot = "$DIR/podman/run"
 EOF
-	launch "$DIR/podman.log" podman system service --time=0 \
+	# Podman 4.3 leaves every tar uploaded to POST /images/create
+	# ("api_load.tar*") in its TMPDIR: keep them here, and drop them.
+	rm -rf "$DIR/podman/upload"
+	mkdir -p "$DIR/podman/upload"
+	launch "$DIR/podman.log" env TMPDIR="$DIR/podman/upload" \
+		podman system service --time=0 \
 		"unix://$PODMAN_SOCK" >"$DIR/podman/launch.pid"
 	say "podman: started podman system service, storage $driver, pid $(pid_of "$DIR/podman/launch.pid")"
 }
@@ -265,6 +272,7 @@ cmd_stop() {
 	# dockerd stops its own containerd on SIGTERM.
 	stop_daemon docker "$DIR/docker/launch.pid" "$DOCKER_SOCK"
 	stop_daemon podman "$DIR/podman/launch.pid" "$PODMAN_SOCK"
+	rm -rf "$DIR/podman/upload"
 	# Podman's containers run under conmon and outlive the service; the
 	# CLI removes any that the API could not.
 	if [ -f "$CONTAINERS_CONF" ] && [ -d "$DIR/podman/root" ]; then

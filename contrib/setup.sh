@@ -153,6 +153,7 @@ fi
 step "demo: hutch exec demo -- uname -a"
 "${hutch[@]}" exec demo -- uname -a
 step "demo: hutch sh demo 'echo hello from \$(hostname) > note.txt; cat note.txt'"
+# shellcheck disable=SC2016 # $(hostname) runs in the sandbox
 "${hutch[@]}" sh demo 'echo hello from $(hostname) > note.txt; cat note.txt'
 step "demo: hutch sessions"
 "${hutch[@]}" sessions

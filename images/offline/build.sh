@@ -65,7 +65,7 @@ api() {
 }
 
 urlencode() {
-	local s=$1 out= c i
+	local s=$1 out='' c i
 	for ((i = 0; i < ${#s}; i++)); do
 		c=${s:i:1}
 		case $c in
@@ -92,6 +92,7 @@ build_tarball() {
 	[ -z "$tarball" ] || return 0
 	local work root a
 	work=$(mktemp -d "${TMPDIR:-/tmp}/hutch-offline.XXXXXX")
+	# shellcheck disable=SC2064 # $work is local: expand it now
 	trap "rm -rf '$work'" EXIT
 	root=$work/rootfs
 	mkdir -p "$root"/{bin,etc,dev,proc,sys,tmp,root,workspace,usr/local/bin}
@@ -99,8 +100,9 @@ build_tarball() {
 	chmod 755 "$root/bin/busybox"
 	# Run the copy: busybox picks its applet from argv[0]'s name.
 	local applets
-	applets=$("$root/bin/busybox" --list) && grep -qx sh <<<"$applets" ||
+	if ! applets=$("$root/bin/busybox" --list) || ! grep -qx sh <<<"$applets"; then
 		die "$BUSYBOX --list gave no applets"
+	fi
 	for a in $applets; do
 		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
 	done
