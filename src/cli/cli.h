@@ -40,6 +40,11 @@ void cli_strv_free(cli_strv *l);
  * entry (possibly newly allocated into *owned) or NULL with an error said. */
 const char *cli_env_entry(const char *arg, char **owned);
 
+/* Add an --env argument to `env`; entries allocated for it are kept in
+ * `owned`.  Both are released by cli_env_free.  -1 with an error said. */
+int cli_env_add(cli_strv *env, cli_strv *owned, const char *arg);
+void cli_env_free(cli_strv *env, cli_strv *owned);
+
 /* Parse "120", "1.5" seconds into milliseconds; -1 when invalid. */
 int64_t cli_parse_seconds(const char *s);
 /* Parse "1048576", "64k", "1M", "2G"; -1 when invalid. */

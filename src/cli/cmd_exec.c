@@ -97,7 +97,7 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	hutch_error *err = NULL;
 	struct stream_state st = { 0 };
 	const char *name = NULL, *sh_argv[3];
-	char *workdir = NULL, *json = NULL, *owned;
+	char *workdir = NULL, *json = NULL;
 	int c, json_out = 0, rc = EXIT_HUTCH_FAILED, pass;
 	int64_t v;
 	struct sigaction sa;
@@ -127,16 +127,10 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 					goto out;
 				}
 				break;
-			case 'e': {
-				const char *entry = cli_env_entry(optarg, &owned);
-
-				if (!entry || cli_strv_add(&env, entry) < 0 ||
-				    (owned && cli_strv_add(&owned_env, owned) < 0)) {
-					free(owned);
+			case 'e':
+				if (cli_env_add(&env, &owned_env, optarg) < 0)
 					goto out;
-				}
 				break;
-			}
 			case 'j':
 				json_out = 1;
 				break;
@@ -263,10 +257,7 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 out:
 	free(json);
 	free(workdir);
-	for (size_t i = 0; i < owned_env.n; i++)
-		free((char *)owned_env.v[i]);
-	cli_strv_free(&owned_env);
-	cli_strv_free(&env);
+	cli_env_free(&env, &owned_env);
 	hutch_exec_result_free(res);
 	hutch_session_free(session);
 	hutch_engine_free(engine);

@@ -65,7 +65,6 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 	hutch_session_info *info = NULL;
 	hutch_error *err = NULL;
 	const char *name = NULL;
-	char *owned;
 	int c, json = 0, created = 0, rc = EXIT_HUTCH_FAILED;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -76,16 +75,10 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		case 'w':
 			so.workspace = optarg;
 			break;
-		case 'e': {
-			const char *entry = cli_env_entry(optarg, &owned);
-
-			if (!entry || cli_strv_add(&env, entry) < 0 ||
-			    (owned && cli_strv_add(&owned_env, owned) < 0)) {
-				free(owned);
+		case 'e':
+			if (cli_env_add(&env, &owned_env, optarg) < 0)
 				goto out;
-			}
 			break;
-		}
 		case 'j':
 			json = 1;
 			break;
@@ -130,10 +123,7 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < owned_env.n; i++)
-		free((char *)owned_env.v[i]);
-	cli_strv_free(&owned_env);
-	cli_strv_free(&env);
+	cli_env_free(&env, &owned_env);
 	hutch_session_info_free(info);
 	hutch_session_free(s);
 	hutch_engine_free(engine);

@@ -138,3 +138,26 @@ int cli_write_all(int fd, const char *buf, size_t len)
 	}
 	return 0;
 }
+
+int cli_env_add(cli_strv *env, cli_strv *owned, const char *arg)
+{
+	char *mine = NULL;
+	const char *entry = cli_env_entry(arg, &mine);
+
+	if (!entry)
+		return -1;
+	if (cli_strv_add(env, entry) < 0 || (mine && cli_strv_add(owned, mine) < 0)) {
+		free(mine);
+		cli_error("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void cli_env_free(cli_strv *env, cli_strv *owned)
+{
+	for (size_t i = 0; i < owned->n; i++)
+		free((char *)owned->v[i]);
+	cli_strv_free(owned);
+	cli_strv_free(env);
+}

@@ -265,10 +265,28 @@ static json_object *exec_body(const struct run *r)
 	return body;
 }
 
+/* The id from an exec create answer.  It goes into URL paths, so only
+ * hex digits are accepted. */
+static int exec_id(json_object *answer, char *id, size_t idsz, hutch_error **err)
+{
+	json_object *v;
+	const char *s;
+
+	if (!answer || !json_object_object_get_ex(answer, "Id", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return hutch__error_set(err, HUTCH_EPROTO, "create exec: the engine gave no exec id");
+	s = json_object_get_string(v);
+	if (!*s || strlen(s) >= idsz || strspn(s, "0123456789abcdef") != strlen(s))
+		return hutch__error_set(err, HUTCH_EPROTO,
+					"create exec: unusable exec id '%.80s'", s);
+	snprintf(id, idsz, "%s", s);
+	return 0;
+}
+
 /* POST /containers/NAME/exec; the id lands in r->exec_id. */
 static int exec_create(struct run *r, json_object *body, hutch_error **err)
 {
-	json_object *out = NULL, *id;
+	json_object *out = NULL;
 	char path[256];
 	int rc;
 
@@ -277,17 +295,9 @@ static int exec_create(struct run *r, json_object *body, hutch_error **err)
 				NULL, "create exec", err);
 	if (rc < 0)
 		return rc;
-	if (!out || !json_object_object_get_ex(out, "Id", &id) ||
-	    !json_object_is_type(id, json_type_string) ||
-	    strlen(json_object_get_string(id)) >= sizeof(r->exec_id) ||
-	    strspn(json_object_get_string(id), "0123456789abcdef") !=
-		    strlen(json_object_get_string(id))) {
-		json_object_put(out);
-		return hutch__error_set(err, HUTCH_EPROTO, "create exec: the engine gave no usable exec id");
-	}
-	snprintf(r->exec_id, sizeof(r->exec_id), "%s", json_object_get_string(id));
+	rc = exec_id(out, r->exec_id, sizeof(r->exec_id), err);
 	json_object_put(out);
-	return 0;
+	return rc;
 }
 
 /* POST /exec/ID/start and read the stream to its end (or the deadline).
@@ -371,7 +381,7 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
 static int kill_tree(struct run *r, hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	json_object *out = NULL, *id;
+	json_object *out = NULL;
 	hutch__request req = { .method = "POST" };
 	char kill_id[129];
 	int code = -1;
@@ -399,16 +409,11 @@ static int kill_tree(struct run *r, hutch_error **err)
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	if (!out || !json_object_object_get_ex(out, "Id", &id) ||
-	    strspn(json_object_get_string(id), "0123456789abcdef") !=
-		    strlen(json_object_get_string(id)) ||
-	    strlen(json_object_get_string(id)) > 128) {
-		json_object_put(out);
-		return hutch__error_set(err, HUTCH_EPROTO, "create kill exec: no usable exec id");
-	}
-	snprintf(kill_id, sizeof(kill_id), "%s", json_object_get_string(id));
-	snprintf(path, sizeof(path), "/exec/%s/start", kill_id);
+	rc = exec_id(out, kill_id, sizeof(kill_id), err);
 	json_object_put(out);
+	if (rc < 0)
+		return rc;
+	snprintf(path, sizeof(path), "/exec/%s/start", kill_id);
 	req.path = path;
 	req.body = start;
 	req.body_len = sizeof(start) - 1;

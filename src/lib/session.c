@@ -680,6 +680,23 @@ static int by_name(const void *a, const void *b)
 		      ((const hutch_session_info *)b)->name);
 }
 
+/* The list entry for a container or volume that carries hutch's session
+ * label (*out NULL when the item is not one of ours). */
+static int labelled_entry(struct list *l, json_object *item,
+			  hutch_session_info **out, json_object **labels,
+			  hutch_error **err)
+{
+	const char *name;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(item, "Labels", labels) ||
+	    !(name = label_get(*labels, HUTCH_LABEL_SESSION)) ||
+	    !hutch_session_name_valid(name))
+		return 0;
+	*out = list_find(l, name);
+	return *out ? 0 : hutch__error_oom(err);
+}
+
 /* Add what the engine says about containers and volumes labelled as
  * hutch's; `only` limits the listing to one session. */
 static int collect(struct list *l, hutch_engine *e, const char *only,
@@ -687,7 +704,6 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 {
 	json_object *arr = NULL, *vols = NULL, *varr, *item, *labels, *v, *names;
 	char filter[256], *esc, path[512];
-	const char *name;
 	hutch_session_info *i;
 	int rc;
 
@@ -706,15 +722,11 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 		goto out;
 	for (size_t k = 0; json_object_is_type(arr, json_type_array) && k < json_object_array_length(arr); k++) {
 		item = json_object_array_get_idx(arr, k);
-		if (!json_object_object_get_ex(item, "Labels", &labels) ||
-		    !(name = label_get(labels, HUTCH_LABEL_SESSION)) ||
-		    !hutch_session_name_valid(name))
-			continue;
-		i = list_find(l, name);
-		if (!i) {
-			rc = hutch__error_oom(err);
+		rc = labelled_entry(l, item, &i, &labels, err);
+		if (rc < 0)
 			goto out;
-		}
+		if (!i)
+			continue;
 		if (json_object_object_get_ex(item, "Names", &names) &&
 		    json_object_is_type(names, json_type_array) &&
 		    json_object_array_length(names) > 0) {
@@ -743,16 +755,11 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 	    json_object_is_type(varr, json_type_array)) {
 		for (size_t k = 0; k < json_object_array_length(varr); k++) {
 			item = json_object_array_get_idx(varr, k);
-			if (!json_object_object_get_ex(item, "Labels", &labels) ||
-			    !(name = label_get(labels, HUTCH_LABEL_SESSION)) ||
-			    !hutch_session_name_valid(name))
-				continue;
-			i = list_find(l, name);
-			if (!i) {
-				rc = hutch__error_oom(err);
+			rc = labelled_entry(l, item, &i, &labels, err);
+			if (rc < 0)
 				goto out;
-			}
-			info_from_labels(i, labels);
+			if (i)
+				info_from_labels(i, labels);
 		}
 	}
 	for (size_t k = 0; k < l->n; k++)
