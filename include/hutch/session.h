@@ -8,6 +8,10 @@
  * session's own volume ("hutch-NAME"), which outlives the container.  The
  * volume also records the session's configuration, so a container removed
  * from outside is recreated as it was.
+ *
+ * Threads: a hutch_session handle is used by one thread at a time (it
+ * adopts the recorded configuration while it recreates a container); open
+ * one handle per thread on a shared hutch_engine, which is thread-safe.
  */
 #ifndef HUTCH_SESSION_H
 #define HUTCH_SESSION_H
