@@ -94,7 +94,8 @@ const char *hutch_exec_status_name(hutch_exec_status status);
 /* The command's exit code; -1 when it has none (timeout, lost). */
 int hutch_exec_result_exit_code(const hutch_exec_result *res);
 uint64_t hutch_exec_result_duration_ms(const hutch_exec_result *res);
-/* 1 when the container had to be recreated and the command was tried again. */
+/* 1 when the session's container was gone or stopped, was brought back, and
+ * the command was tried again (not for the lazy creation of a new session). */
 int hutch_exec_result_retried(const hutch_exec_result *res);
 
 /*

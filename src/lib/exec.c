@@ -545,7 +545,9 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 			rc = hutch_session_ensure(s, NULL, &lerr);
 			if (rc < 0)
 				break;
-			res->retried = 1;
+			/* Making a brand-new session's first container is the
+			 * lazy creation, not a recovery. */
+			res->retried = !s->new_record;
 			continue;
 		}
 		break;

@@ -322,6 +322,7 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 		json_object_put(body);
 		/* Losing a creation race is fine: read the winner's record. */
 		if (rc == 0 || rc == HUTCH_ECONFLICT) {
+			s->new_record = 1;
 			hutch_error_free(lerr);
 			continue;
 		}
@@ -515,6 +516,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 
 	if (created)
 		*created = 0;
+	s->new_record = 0;
 	for (;;) {
 		hutch_error *lerr = NULL;
 

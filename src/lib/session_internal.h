@@ -23,6 +23,8 @@ struct hutch_session {
 	char *workspace;        /* absolute host path, or NULL for the volume */
 	char **env;
 	size_t env_count;
+	int new_record;         /* the last ensure found no volume and made it:
+				   the session is brand new, not recovered */
 };
 
 /* Container name of the session.  Borrowed. */

@@ -82,6 +82,24 @@ IT_TEST(exec, exit_codes_pass_through)
 }
 
 /* 2. stdout and stderr stay apart, byte for byte */
+/* The first command of a brand-new session creates its container: that is
+ * the lazy creation, not a recovery, so it is not reported as a retry. */
+IT_TEST(exec, first_command_of_new_session_is_not_a_retry)
+{
+	const char *s = it_session();
+	it_result r;
+	json_object *j;
+
+	r = it_hutch("exec", s, "--json", "--", "echo", "fresh", NULL);
+	IT_ASSERT_EXIT(r, 0, "first hutch exec --json in a new session");
+	j = it_json(r.out, r.out_len);
+	cr_assert_str_eq(jstr(j, "status"), "ok");
+	cr_assert_str_eq(jstr(j, "stdout"), "fresh\n");
+	cr_assert(!jbool(j, "retried"), "lazy creation reported as a retry: %s", r.out);
+	json_object_put(j);
+	it_result_free(&r);
+}
+
 IT_TEST(exec, stdout_stderr_separate)
 {
 	const char *s = it_session();
