@@ -21,6 +21,7 @@
 set -euo pipefail
 
 DIR=${HUTCH_ENGINES_DIR:-/var/tmp/hutch-engines}
+case $DIR in /*) ;; *) DIR=$PWD/$DIR ;; esac # daemons run from /
 WAIT=${HUTCH_ENGINES_WAIT:-60}
 DOCKER_SOCK=$DIR/docker.sock
 PODMAN_SOCK=$DIR/podman.sock
@@ -89,6 +90,10 @@ launch() {
 			fd=${fd##*/}
 			[ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
 		done
+		# Not in the caller's directory either: a checkout removed while
+		# the daemon runs would leave Podman's conmon without a working
+		# directory, and every container start would fail.
+		cd / || exit 1
 		# A background job of a non-interactive shell is no process
 		# group leader, so setsid execs in place: $! is the daemon.
 		exec nohup setsid "$@" >"$log" 2>&1 </dev/null
