@@ -308,7 +308,12 @@ static int perform_once(hutch_engine *e, const hutch__request *req,
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(c->easy, CURLOPT_TCP_NODELAY, 1L);
+	/* Plain HTTP only, whatever URL a setting smuggles in. */
+#if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http");
+#else
+	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+#endif
 	/* No "Expect: 100-continue" round trip before a body. */
 	headers = curl_slist_append(headers, "Expect:");
 	if (req->body || req->source) {
