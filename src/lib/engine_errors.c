@@ -17,6 +17,8 @@
 #include "engine_internal.h"
 #include "error.h"
 
+#define HUTCH_MAX_ENGINE_MESSAGE 1024
+
 json_object *hutch__json_parse(const char *data, size_t len)
 {
 	json_tokener *tok;
@@ -92,6 +94,10 @@ char *hutch__engine_error_message(const char *body, size_t len)
 	json_object_put(obj);
 	if (out)
 		fold(out);
+	/* An error message is read by people on one line: a megabyte of it
+	 * (the answer cap) helps nobody. */
+	if (out && strlen(out) > HUTCH_MAX_ENGINE_MESSAGE)
+		memcpy(out + HUTCH_MAX_ENGINE_MESSAGE - 3, "...", 4);
 	if (out && out[0] == '\0') {
 		free(out);
 		out = NULL;

@@ -283,8 +283,9 @@ static int exec_id(json_object *answer, char *id, size_t idsz, hutch_error **err
 	return 0;
 }
 
-/* POST /containers/NAME/exec; the id lands in r->exec_id. */
-static int exec_create(struct run *r, json_object *body, hutch_error **err)
+/* POST /containers/NAME/exec; the id lands in `id`. */
+static int exec_create(struct run *r, json_object *body, char *id, size_t idsz,
+		       const char *what, hutch_error **err)
 {
 	json_object *out = NULL;
 	char path[256];
@@ -292,38 +293,41 @@ static int exec_create(struct run *r, json_object *body, hutch_error **err)
 
 	snprintf(path, sizeof(path), "/containers/%s/exec", hutch__session_container(r->s));
 	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body, &out,
-				NULL, "create exec", err);
+				NULL, what, err);
 	if (rc < 0)
 		return rc;
-	rc = exec_id(out, r->exec_id, sizeof(r->exec_id), err);
+	rc = exec_id(out, id, idsz, err);
 	json_object_put(out);
 	return rc;
 }
 
 /* POST /exec/ID/start and read the stream to its end (or the deadline).
- * Returns 0 when the stream was read, the engine's error before it
- * started, or ETIMEOUT / ECANCELLED / EFAILED. */
-static int exec_start(struct run *r, unsigned long long deadline, hutch_error **err)
+ * With a sink the output goes to it (the command's run); without, it is
+ * collected under the usual cap and dropped (the kill's).  Returns 0 when
+ * the stream was read, the engine's error before it started, or ETIMEOUT /
+ * ECANCELLED / EFAILED; `*streamed` says whether a stream began. */
+static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
+		      unsigned long long deadline, const hutch_cancel *cancel,
+		      int *streamed, const char *what, hutch_error **err)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	hutch__request req = {
 		.method = "POST", .body = body, .body_len = sizeof(body) - 1,
-		.sink = on_stream, .sink_payload = r, .deadline_ms = deadline,
-		.cancel = r->o->cancel,
+		.sink = sink, .sink_payload = r, .deadline_ms = deadline,
+		.cancel = cancel,
 	};
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char path[192];
 	int rc;
 
-	snprintf(path, sizeof(path), "/exec/%s/start", r->exec_id);
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	req.path = path;
-	hutch__demux_init(&r->demux);
 	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
 	/* The status is known even when the transfer broke mid-stream. */
-	r->streamed = resp.status >= 200 && resp.status < 300;
-	if (rc == 0 && !r->streamed)
+	*streamed = resp.status >= 200 && resp.status < 300;
+	if (rc == 0 && !*streamed)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, "start exec");
+					 resp.body.len, what);
 	hutch__response_free(&resp);
 	return rc;
 }
@@ -381,14 +385,8 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
 static int kill_tree(struct run *r, hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
-	json_object *out = NULL;
-	hutch__request req = { .method = "POST" };
 	char kill_id[129];
-	int code = -1;
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	static const char start[] = "{\"Detach\":false,\"Tty\":false}";
-	char path[256];
-	int rc;
+	int code = -1, streamed, rc;
 
 	if (!body || !cmd) {
 		json_object_put(body);
@@ -403,27 +401,13 @@ static int kill_tree(struct run *r, hutch_error **err)
 	json_object_object_add(body, "Cmd", cmd);
 	/* Root, so it can kill whatever the command became. */
 	json_object_object_add(body, "User", json_object_new_string("0:0"));
-	snprintf(path, sizeof(path), "/containers/%s/exec", hutch__session_container(r->s));
-	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body, &out,
-				NULL, "create kill exec", err);
+	rc = exec_create(r, body, kill_id, sizeof(kill_id), "create kill exec", err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	rc = exec_id(out, kill_id, sizeof(kill_id), err);
-	json_object_put(out);
-	if (rc < 0)
-		return rc;
-	snprintf(path, sizeof(path), "/exec/%s/start", kill_id);
-	req.path = path;
-	req.body = start;
-	req.body_len = sizeof(start) - 1;
 	/* The agent's kill is bounded; so is our wait for it. */
-	req.deadline_ms = hutch__now_ms() + 30000;
-	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
-	if (rc == 0 && (resp.status < 200 || resp.status >= 300))
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, "start kill exec");
-	hutch__response_free(&resp);
+	rc = exec_start(r, kill_id, NULL, hutch__now_ms() + 30000, NULL, &streamed,
+			"start kill exec", err);
 	if (rc < 0)
 		return rc;
 	/* 0: the tree is gone; 3: the agent had already finished.  Anything
@@ -438,24 +422,17 @@ static int kill_tree(struct run *r, hutch_error **err)
 	return 0;
 }
 
-
 /* 1 when the session's container runs, 0 when it is stopped or gone. */
 static int container_alive(struct run *r)
 {
-	json_object *out = NULL, *st, *v;
-	char path[256];
-	int alive = 0, rc;
+	char state[32];
+	int rc = hutch__session_state(r->s, state, sizeof(state), NULL);
 
-	snprintf(path, sizeof(path), "/containers/%s/json", hutch__session_container(r->s));
-	rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL, &out,
-				NULL, "inspect container", NULL);
-	if (rc == 0 && json_object_object_get_ex(out, "State", &st) &&
-	    json_object_object_get_ex(st, "Running", &v))
-		alive = json_object_get_boolean(v);
-	else if (rc < 0 && rc != HUTCH_ENOTFOUND)
-		alive = 1; /* cannot tell: do not claim the sandbox was lost */
-	json_object_put(out);
-	return alive;
+	/* A paused container is still there; and when the engine cannot be
+	 * asked, do not claim the sandbox was lost. */
+	if (rc == 1 || (rc == 0 && strcmp(state, "paused") == 0))
+		return 1;
+	return rc < 0 && rc != HUTCH_ENOTFOUND;
 }
 
 /* Docker reports a killed container's exec as ended (137) a moment before
@@ -530,10 +507,12 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 		hutch_error_free(lerr);
 		lerr = NULL;
 		r.streamed = 0;
-		rc = exec_create(&r, body, &lerr);
+		rc = exec_create(&r, body, r.exec_id, sizeof(r.exec_id), "create exec", &lerr);
 		if (rc == 0) {
 			deadline = o->timeout_ms ? hutch__now_ms() + o->timeout_ms : 0;
-			rc = exec_start(&r, deadline, &lerr);
+			hutch__demux_init(&r.demux);
+			rc = exec_start(&r, r.exec_id, on_stream, deadline, o->cancel,
+					&r.streamed, "start exec", &lerr);
 		}
 		/* The container was gone or stopped before the command began:
 		 * nothing ran, so bringing the container back and trying once

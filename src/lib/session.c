@@ -431,10 +431,8 @@ static int start(hutch_session *s, hutch_error **err)
 				  "start the session's container", err);
 }
 
-/* State of the container: 1 running, 0 exists but not running (state in
- * *state), HUTCH_ENOTFOUND, or another negative error. */
-static int container_state(hutch_session *s, char *state, size_t statesz,
-			   hutch_error **err)
+int hutch__session_state(hutch_session *s, char *state, size_t statesz,
+			 hutch_error **err)
 {
 	json_object *obj = NULL, *st, *v, *labels, *cfg;
 	char path[256];
@@ -520,7 +518,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	for (;;) {
 		hutch_error *lerr = NULL;
 
-		rc = container_state(s, state, sizeof(state), &lerr);
+		rc = hutch__session_state(s, state, sizeof(state), &lerr);
 		if (rc == 1)
 			break;
 		if (rc == HUTCH_ENOTFOUND) {

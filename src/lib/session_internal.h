@@ -30,4 +30,10 @@ struct hutch_session {
 /* Container name of the session.  Borrowed. */
 const char *hutch__session_container(const hutch_session *s);
 
+/* GET the container's state: 1 running, 0 exists but not running or
+ * paused (its status in `state`), HUTCH_ENOTFOUND, HUTCH_ECONFLICT when the
+ * name belongs to a container hutch did not make, or another error. */
+int hutch__session_state(hutch_session *s, char *state, size_t statesz,
+			 hutch_error **err);
+
 #endif

@@ -134,3 +134,20 @@ Test(json, buf_refuses_to_grow_past_its_max)
 	cr_assert_null(b.data);
 	hutch__buf_free(&b);
 }
+
+/* An engine's message is capped: an error is one readable line. */
+Test(json, long_engine_message_is_capped)
+{
+	size_t n = 100000;
+	char *body = malloc(n + 32), *m;
+
+	memcpy(body, "{\"message\":\"", 12);
+	memset(body + 12, 'x', n);
+	memcpy(body + 12 + n, "\"}", 3);
+	m = hutch__engine_error_message(body, n + 14);
+	cr_assert_not_null(m);
+	cr_assert_eq(strlen(m), 1024);
+	cr_assert_str_eq(m + 1021, "...");
+	free(m);
+	free(body);
+}
