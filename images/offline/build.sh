@@ -10,6 +10,10 @@
 # tcp://host:port.  Without one: $HUTCH_ENGINE, else /var/run/docker.sock,
 # else /run/podman/podman.sock.
 #
+# It also imports hutch-bare:latest, an image with nothing in it but empty
+# /tmp and /workspace directories (no shell, no libc, no /etc), which the
+# tests use to show that hutch's file tools need nothing from the image.
+#
 # An engine that already holds an image whose io.hutch.image.content label
 # matches (a hash of busybox and of this script) is left alone.
 set -euo pipefail
@@ -171,6 +175,43 @@ import_into() {
 	fi
 }
 
+bare_tarball=
+build_bare_tarball() {
+	[ -z "$bare_tarball" ] || return 0
+	local work
+	work=$(mktemp -d "${TMPDIR:-/tmp}/hutch-bare.XXXXXX")
+	mkdir -p "$work/rootfs"/{dev,proc,sys,tmp,workspace}
+	chmod 1777 "$work/rootfs/tmp"
+	bare_tarball=$work.tar
+	tar -C "$work/rootfs" -cf "$bare_tarball" --sort=name --mtime=@0 \
+		--numeric-owner --owner=0 --group=0 .
+	rm -rf "$work"
+}
+
+import_bare() {
+	local url=$1 q c
+	if has_current_image "$url"; then
+		say "$url: $IMAGE is up to date"
+		return
+	fi
+	build_bare_tarball
+	q="fromSrc=-&repo=${IMAGE%%:*}&tag=${IMAGE#*:}"
+	for c in "WORKDIR /workspace" "LABEL $LABEL=$content"; do
+		q+="&changes=$(urlencode "$c")"
+	done
+	api "$url" POST "$API/images/create?$q" \
+		-H 'Content-Type: application/x-tar' --data-binary "@$bare_tarball"
+	if [ "$status" != 200 ] || grep -q '"error' <<<"$body"; then
+		die "$url: import of $IMAGE failed: HTTP $status: $body"
+	fi
+	has_current_image "$url" || die "$url: $IMAGE imported but not found"
+	say "$url: imported $IMAGE"
+}
+
 for e in "${engines[@]}"; do
+	IMAGE=$REPO:$TAG
 	import_into "$e"
+	IMAGE=hutch-bare:latest
+	import_bare "$e"
 done
+[ -z "$bare_tarball" ] || rm -f "$bare_tarball"

@@ -28,6 +28,9 @@ typedef enum {
 	HUTCH_ENOMEM = -9,
 	HUTCH_ECANCELLED = -10,  /* the caller cancelled the operation */
 	HUTCH_EPROTO = -11,      /* the engine said something we cannot parse */
+	HUTCH_EESCAPE = -12,     /* a workspace path resolves outside it */
+	HUTCH_ENOMATCH = -13,    /* edit: the old text is not in the file */
+	HUTCH_EAMBIGUOUS = -14,  /* edit: the old text is there more than once */
 } hutch_errcode;
 
 typedef struct hutch_error hutch_error;
@@ -44,6 +47,10 @@ int hutch_error_http_status(const hutch_error *err);
 
 /* The engine's own message, verbatim, or NULL.  Borrowed. */
 const char *hutch_error_engine_message(const hutch_error *err);
+
+/* More than a line can hold, or NULL: for HUTCH_ENOMATCH the region of the
+ * file closest to the old text, with line numbers.  Borrowed. */
+const char *hutch_error_detail(const hutch_error *err);
 
 /* Accepts NULL. */
 void hutch_error_free(hutch_error *err);

@@ -8,6 +8,8 @@
 #include <hutch/engine.h>
 #include <hutch/session.h>
 #include <hutch/exec.h>
+#include <hutch/fs.h>
+#include <hutch/sync.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,9 @@
  * hutch copies this binary into each container at /.hutch/hutch-agent and
  * uses it as the container's entry point ("sleep") and as a wrapper around
  * every command it runs ("run"), so that a timed-out or cancelled command can
- * be killed together with everything it left behind ("kill").
+ * be killed together with everything it left behind ("kill").  It also
+ * runs the file tools ("fs"), the one place where workspace paths are
+ * resolved.
  *
  * It is linked statically and must work in any image, including ones with
  * no shell and no libc: it touches nothing in the image but /proc and
@@ -38,6 +40,7 @@ bool agent_tag_valid(const char *tag);
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
 int agent_kill(int argc, char **argv);
+int agent_fs(int argc, char **argv);	/* fs.c: confined file tools */
 
 /*
  * proctree.c: SIGSTOP then SIGKILL every descendant of @root (never @root

@@ -23,6 +23,8 @@ static const struct command commands[] = {
 	  "run ARGV, keep its orphans until it exits" },
 	{ "kill", agent_kill, "TAG",
 	  "kill the 'run' agent with TAG and all its descendants" },
+	{ "fs", agent_fs, "[--root DIR] read|write|edit|grep|find|ls ARGS...",
+	  "file tools confined to the workspace; one JSON object on stdout" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -59,5 +59,26 @@ int cmd_up(cli_globals *g, int argc, char **argv);
 int cmd_sessions(cli_globals *g, int argc, char **argv);
 int cmd_rm(cli_globals *g, int argc, char **argv);
 int cmd_doctor(cli_globals *g, int argc, char **argv);
+/* cmd_fs.c */
+int cmd_read(cli_globals *g, int argc, char **argv);
+int cmd_write(cli_globals *g, int argc, char **argv);
+int cmd_edit(cli_globals *g, int argc, char **argv);
+int cmd_grep(cli_globals *g, int argc, char **argv);
+int cmd_find(cli_globals *g, int argc, char **argv);
+int cmd_ls(cli_globals *g, int argc, char **argv);
+/* cmd_sync.c */
+int cmd_sync_in(cli_globals *g, int argc, char **argv);
+int cmd_sync_out(cli_globals *g, int argc, char **argv);
+/* Progress of a sync on stderr when it is a terminal (<= 4 updates/s). */
+typedef struct {
+	const char *what;
+	int tty, shown;
+	unsigned long long last_ms;
+} cli_sync_progress_state;
+int cli_sync_progress(const hutch_sync_stats *st, void *payload);
+/* Clear the progress line. */
+void cli_sync_progress_end(cli_sync_progress_state *ps);
+/* "VERB N files, ..." on stdout. */
+void cli_sync_summary(const char *verb, const hutch_sync_stats *st);
 
 #endif

@@ -1,14 +1,73 @@
 /*
  * cmd_session.c - hutch up, hutch sessions, hutch rm
  */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #include "cli.h"
+
+#define USAGE_UP "usage: hutch up SESSION [--image IMG] [--workspace DIR | --seed DIR " \
+		 "[--exclude GLOB]...] [--env K=V]... [--json]"
+
+/* Raised by SIGINT/SIGTERM/SIGHUP while `up --seed` copies: the copy stops
+ * and the half-seeded session is removed instead of being left behind. */
+static hutch_cancel *seed_interrupt;
+
+static void on_seed_signal(int sig)
+{
+	(void)sig;
+	hutch_cancel_raise(seed_interrupt);
+}
+
+/* Fill a session that this very call created; remove it when that fails,
+ * so a failed `up --seed` leaves nothing behind. */
+static int seed_session(hutch_engine *engine, hutch_session *s, const char *dir,
+			const cli_strv *excl, hutch_sync_stats *st)
+{
+	hutch_sync_options so = HUTCH_SYNC_OPTIONS_INIT;
+	cli_sync_progress_state ps = { "seed", 0, 0, 0 };
+	hutch_error *err = NULL, *rmerr = NULL;
+	struct sigaction sa, old[3];
+	int r;
+
+	if (hutch_cancel_new(&seed_interrupt, &err) < 0)
+		return cli_fail(err);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_seed_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old[0]);
+	sigaction(SIGTERM, &sa, &old[1]);
+	sigaction(SIGHUP, &sa, &old[2]);
+	so.exclude = excl->v;
+	so.exclude_count = excl->n;
+	so.cancel = seed_interrupt;
+	so.progress = cli_sync_progress;
+	so.payload = &ps;
+	ps.tty = isatty(STDERR_FILENO);
+	r = hutch_sync_in(st, s, dir, &so, &err);
+	cli_sync_progress_end(&ps);
+	sigaction(SIGINT, &old[0], NULL);
+	sigaction(SIGTERM, &old[1], NULL);
+	sigaction(SIGHUP, &old[2], NULL);
+	hutch_cancel_free(seed_interrupt);
+	seed_interrupt = NULL;
+	if (r == 0)
+		return 0;
+	cli_fail(err);
+	if (hutch_session_remove(engine, hutch_session_name(s), &rmerr) < 0)
+		cli_fail(rmerr);
+	else
+		cli_error("removed the half-seeded session '%s'", hutch_session_name(s));
+	return EXIT_HUTCH_FAILED;
+}
 
 static json_object *info_json(const hutch_session_info *i)
 {
@@ -54,12 +113,17 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		{ "image", required_argument, NULL, 'i' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "env", required_argument, NULL, 'e' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "exclude", required_argument, NULL, 'x' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 };
+	cli_strv env = { 0 }, owned_env = { 0 }, excl = { 0 };
+	hutch_sync_stats seeded;
+	const char *seed = NULL;
+	struct stat sst;
 	hutch_engine *engine = NULL;
 	hutch_session *s = NULL;
 	hutch_session_info *info = NULL;
@@ -79,11 +143,20 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 			if (cli_env_add(&env, &owned_env, optarg) < 0)
 				goto out;
 			break;
+		case 's':
+			seed = optarg;
+			break;
+		case 'x':
+			if (cli_strv_add(&excl, optarg) < 0) {
+				cli_error("out of memory");
+				goto out;
+			}
+			break;
 		case 'j':
 			json = 1;
 			break;
 		case 'h':
-			puts("usage: hutch up SESSION [--image IMG] [--workspace DIR] [--env K=V]... [--json]");
+			puts(USAGE_UP);
 			rc = 0;
 			goto out;
 		default:
@@ -91,18 +164,71 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1) {
-		cli_error("usage: hutch up SESSION [--image IMG] [--workspace DIR] [--env K=V]... [--json]");
+		cli_error(USAGE_UP);
 		goto out;
 	}
 	name = argv[optind];
+	if (seed && so.workspace) {
+		cli_error("--seed and --workspace exclude each other: a seeded session's "
+			  "workspace is its own volume, a --workspace session already "
+			  "sees the host directory");
+		goto out;
+	}
+	if (excl.n && !seed) {
+		cli_error("--exclude only goes with --seed");
+		goto out;
+	}
+	/* Check the seed before anything is created. */
+	if (seed && stat(seed, &sst) < 0) {
+		cli_error("seed directory '%s': %s", seed, strerror(errno));
+		goto out;
+	}
+	if (seed && !S_ISDIR(sst.st_mode)) {
+		cli_error("seed directory '%s': not a directory", seed);
+		goto out;
+	}
 	so.env = env.v;
 	so.env_count = env.n;
 	if ((rc = cli_engine(g, &engine)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
-	if (hutch_session_open(&s, engine, name, &so, &err) < 0 ||
-	    hutch_session_ensure(s, &created, &err) < 0 ||
-	    hutch_session_inspect(&info, s, &err) < 0) {
+	if (hutch_session_open(&s, engine, name, &so, &err) < 0) {
+		rc = cli_fail(err);
+		goto out;
+	}
+	if (seed) {
+		/* Seeding is for a brand-new session only: it never merges a
+		 * host tree into a workspace that already holds work. */
+		int r = hutch_session_inspect(&info, s, &err);
+
+		if (r != HUTCH_ENOTFOUND) {
+			if (r == 0)
+				cli_error("session '%s' already exists; --seed only fills a new "
+					  "session: use 'hutch sync-in %s %s'", name, name, seed);
+			else
+				cli_fail(err);
+			err = NULL;
+			goto out;
+		}
+		hutch_error_free(err);
+		err = NULL;
+		hutch_session_info_free(info);
+		info = NULL;
+	}
+	if (hutch_session_ensure(s, &created, &err) < 0) {
+		rc = cli_fail(err);
+		goto out;
+	}
+	if (seed && !created) {
+		/* Another process made it between our check and now. */
+		cli_error("session '%s' was created by someone else meanwhile; --seed only "
+			  "fills a new session: use 'hutch sync-in %s %s'", name, name, seed);
+		goto out;
+	}
+	if (seed && (rc = seed_session(engine, s, seed, &excl, &seeded)) != 0)
+		goto out;
+	rc = EXIT_HUTCH_FAILED;
+	if (hutch_session_inspect(&info, s, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
@@ -112,6 +238,21 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		if (!o)
 			goto out;
 		json_object_object_add(o, "created_now", json_object_new_boolean(created));
+		if (seed) {
+			json_object *so_ = json_object_new_object();
+
+			if (so_) {
+				json_object_object_add(so_, "hostdir", json_object_new_string(seed));
+				json_object_object_add(so_, "files", json_object_new_int64((int64_t)seeded.files));
+				json_object_object_add(so_, "dirs", json_object_new_int64((int64_t)seeded.dirs));
+				json_object_object_add(so_, "symlinks", json_object_new_int64((int64_t)seeded.symlinks));
+				json_object_object_add(so_, "skipped", json_object_new_int64((int64_t)seeded.skipped));
+				json_object_object_add(so_, "excluded", json_object_new_int64((int64_t)seeded.excluded));
+				json_object_object_add(so_, "bytes", json_object_new_int64((int64_t)seeded.bytes));
+				json_object_object_add(so_, "duration_ms", json_object_new_int64((int64_t)seeded.duration_ms));
+			}
+			json_object_object_add(o, "seed", so_);
+		}
 		print_json(o);
 		json_object_put(o);
 	} else {
@@ -120,9 +261,12 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		       info->container ? info->container : "-",
 		       info->image ? info->image : "-",
 		       info->workspace ? info->workspace : "-");
+		if (seed)
+			cli_sync_summary("seeded", &seeded);
 	}
 	rc = 0;
 out:
+	cli_strv_free(&excl);
 	cli_env_free(&env, &owned_env);
 	hutch_session_info_free(info);
 	hutch_session_free(s);

@@ -20,9 +20,17 @@ static const struct {
 	cli_cmd_fn fn;
 	const char *usage;
 } commands[] = {
-	{ "up", cmd_up, "up SESSION [--image IMG] [--workspace DIR] [--env K=V]... [--json]" },
+	{ "up", cmd_up, "up SESSION [--image IMG] [--workspace DIR | --seed DIR [--exclude GLOB]...] [--env K=V]... [--json]" },
 	{ "exec", cmd_exec, "exec SESSION [--timeout SEC] [--workdir DIR] [--env K=V]... [--json] [--max-output BYTES] [--] ARGV..." },
 	{ "sh", cmd_sh, "sh SESSION [exec options] 'SHELL COMMAND'" },
+	{ "sync-in", cmd_sync_in, "sync-in SESSION HOSTDIR [--exclude GLOB]... [--json]" },
+	{ "sync-out", cmd_sync_out, "sync-out SESSION HOSTDIR [PATH] [--json]" },
+	{ "read", cmd_read, "read SESSION PATH [--offset LINE] [--limit N] [--json]" },
+	{ "write", cmd_write, "write SESSION PATH [--content TEXT] [--json]   (stdin without --content)" },
+	{ "edit", cmd_edit, "edit SESSION PATH --old TEXT --new TEXT [--all] [--json]" },
+	{ "grep", cmd_grep, "grep SESSION PATTERN [PATH] [--include GLOB]... [-i] [--max N] [--json]" },
+	{ "find", cmd_find, "find SESSION GLOB [PATH] [--type f|d] [--max N] [--json]" },
+	{ "ls", cmd_ls, "ls SESSION [PATH] [--json]" },
 	{ "sessions", cmd_sessions, "sessions [--json | --names]" },
 	{ "rm", cmd_rm, "rm [--force] SESSION... | rm --all" },
 	{ "doctor", cmd_doctor, "doctor [--json]" },

@@ -18,8 +18,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char *tar_data;
 static size_t tar_len;
 
-static int add_entry(struct archive *a, const char *path, mode_t type,
-		     mode_t perm, const char *data, size_t len)
+int hutch__tar_add(struct archive *a, const char *path, mode_t type,
+		   mode_t perm, const char *data, size_t len)
 {
 	struct archive_entry *entry = archive_entry_new();
 	int ok;
@@ -54,8 +54,8 @@ static void build(void)
 	if (!a ||
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    add_entry(a, ".hutch", AE_IFDIR, 0755, NULL, 0) < 0 ||
-	    add_entry(a, ".hutch/hutch-agent", AE_IFREG, 0755,
+	    hutch__tar_add(a, ".hutch", AE_IFDIR, 0755, NULL, 0) < 0 ||
+	    hutch__tar_add(a, ".hutch/hutch-agent", AE_IFREG, 0755,
 		      hutch__agent_start, agent_len) < 0 ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);

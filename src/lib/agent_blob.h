@@ -5,6 +5,7 @@
 #define HUTCH_AGENT_BLOB_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Where the agent lives inside every hutch container. */
 #define HUTCH_AGENT_DIR "/.hutch"
@@ -14,5 +15,12 @@
  * Built once per process; the bytes are borrowed and live until exit.
  * 0, or -1 when out of memory. */
 int hutch__agent_tar(const char **data, size_t *len);
+
+struct archive;
+
+/* Write one entry from memory (owner 0:0, mtime now) into a tar being
+ * written; 0 or -1.  `type` is AE_IFREG or AE_IFDIR. */
+int hutch__tar_add(struct archive *a, const char *path, mode_t type,
+		   mode_t perm, const char *data, size_t len);
 
 #endif

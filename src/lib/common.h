@@ -20,6 +20,10 @@ static inline void hutch__freep(void *p)
 }
 #define hutch_cleanup_free __attribute__((cleanup(hutch__freep)))
 
+/* Up to 24 random hex digits from getrandom(), NUL-terminated in `out`
+ * (which holds outsz - 1 digits at most); -1 when the kernel refuses. */
+int hutch__random_hex(char *out, size_t outsz);
+
 /* Milliseconds on the monotonic clock. */
 unsigned long long hutch__now_ms(void);
 

@@ -12,7 +12,7 @@
 
 /* Statically allocated so that running out of memory can still be told. */
 static struct hutch_error oom_error = {
-	HUTCH_ENOMEM, 0, (char *)"out of memory", NULL
+	HUTCH_ENOMEM, 0, (char *)"out of memory", NULL, NULL
 };
 
 /* Errors are shown as one line: fold control characters (an engine message
@@ -128,12 +128,27 @@ const char *hutch_error_engine_message(const hutch_error *err)
 	return err ? err->engine_message : NULL;
 }
 
+const char *hutch_error_detail(const hutch_error *err)
+{
+	return err ? err->detail : NULL;
+}
+
+void hutch__error_set_detail(hutch_error *err, const char *detail)
+{
+	/* Best effort: the one-line message already says what went wrong. */
+	if (!err || err == &oom_error || !detail)
+		return;
+	free(err->detail);
+	err->detail = strdup(detail);
+}
+
 void hutch_error_free(hutch_error *err)
 {
 	if (!err || err == &oom_error)
 		return;
 	free(err->message);
 	free(err->engine_message);
+	free(err->detail);
 	free(err);
 }
 
@@ -151,6 +166,9 @@ const char *hutch_error_code_name(int code)
 	case HUTCH_ENOMEM: return "out of memory";
 	case HUTCH_ECANCELLED: return "cancelled";
 	case HUTCH_EPROTO: return "protocol error";
+	case HUTCH_EESCAPE: return "outside the workspace";
+	case HUTCH_ENOMATCH: return "no match";
+	case HUTCH_EAMBIGUOUS: return "ambiguous";
 	default: return "failed";
 	}
 }

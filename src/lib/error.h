@@ -11,6 +11,7 @@ struct hutch_error {
 	int http_status;
 	char *message;        /* one line */
 	char *engine_message; /* the engine's words, verbatim, or NULL */
+	char *detail;         /* several lines, or NULL */
 };
 
 /* Store a new error in *err (when err is non-NULL) and return `code`.  The
@@ -30,5 +31,8 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 int hutch__error_oom(hutch_error **err);
+
+/* Attach a copy of `detail` (may span lines) to an existing error. */
+void hutch__error_set_detail(hutch_error *err, const char *detail);
 
 #endif

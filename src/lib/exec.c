@@ -185,7 +185,7 @@ static int on_stream(const char *data, size_t len, void *p)
 	return rc != 0;
 }
 
-static int make_tag(char *out, size_t outsz)
+int hutch__random_hex(char *out, size_t outsz)
 {
 	unsigned char raw[12];
 	size_t got = 0;
@@ -490,7 +490,7 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 	hutch__capture_init(&r.cap[0], cap);
 	hutch__capture_init(&r.cap[1], cap);
 	res = calloc(1, sizeof(*res));
-	if (!res || make_tag(r.tag, sizeof(r.tag)) < 0) {
+	if (!res || hutch__random_hex(r.tag, sizeof(r.tag)) < 0) {
 		rc = res ? hutch__error_set(err, HUTCH_EFAILED, "no randomness for the exec tag: %s",
 					    strerror(errno))
 			 : hutch__error_oom(err);

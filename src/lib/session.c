@@ -399,10 +399,10 @@ static size_t blob_read(char *buf, size_t len, void *p)
 	return n;
 }
 
-/* Copy the agent into a created container, before it starts. */
-static int put_agent(hutch_session *s, hutch_error **err)
+int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
+			   const char *what, hutch_error **err)
 {
-	struct blob_reader r = { NULL, 0, 0 };
+	struct blob_reader r = { data, len, 0 };
 	hutch__request req = { .method = "PUT", .source = blob_read,
 			       .source_payload = &r,
 			       .content_type = "application/x-tar" };
@@ -410,16 +410,26 @@ static int put_agent(hutch_session *s, hutch_error **err)
 	char path[256];
 	int rc;
 
-	if (hutch__agent_tar(&r.data, &r.len) < 0)
-		return hutch__error_oom(err);
 	snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F", s->container);
 	req.path = path;
 	rc = hutch__http(s->engine, &req, &resp, err);
 	if (rc == 0 && resp.status != 200)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, "copy the agent into the container");
+					 resp.body.len, what);
 	hutch__response_free(&resp);
 	return rc;
+}
+
+/* Copy the agent into a created container, before it starts. */
+static int put_agent(hutch_session *s, hutch_error **err)
+{
+	const char *data;
+	size_t len;
+
+	if (hutch__agent_tar(&data, &len) < 0)
+		return hutch__error_oom(err);
+	return hutch__session_put_tar(s, data, len,
+				      "copy the agent into the container", err);
 }
 
 static int start(hutch_session *s, hutch_error **err)

@@ -36,4 +36,9 @@ const char *hutch__session_container(const hutch_session *s);
 int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 			 hutch_error **err);
 
+/* PUT a tar archive (in memory) at "/" in the session's container, which
+ * must exist (it may be stopped).  `what` starts the error message. */
+int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
+			   const char *what, hutch_error **err);
+
 #endif

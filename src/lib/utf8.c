@@ -64,3 +64,12 @@ char *hutch__utf8_repair(const char *in, size_t len, size_t *out_len)
 		*out_len = o;
 	return out;
 }
+
+size_t hutch__utf8_cut(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}

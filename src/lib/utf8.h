@@ -17,4 +17,8 @@ size_t hutch__utf8_seq_len(const unsigned char *s, size_t len);
  * memory. */
 char *hutch__utf8_repair(const char *in, size_t len, size_t *out_len);
 
+/* How many of the `n` bytes at `s` to keep so that at most `max` are kept
+ * and no UTF-8 sequence is split. */
+size_t hutch__utf8_cut(const char *s, size_t n, size_t max);
+
 #endif

@@ -1,0 +1,1584 @@
+/*
+ * fs.c - the "fs" subcommand: file tools confined to the workspace
+ *
+ * Protocol: spec/fs-protocol.md.  One JSON object on stdout, exit 0 (ok),
+ * 1 (tool error) or 2 (usage).  Every path a user gives goes through
+ * fs_path.c; directory walks below a resolved directory only ever open
+ * names beneath an fd they hold, with O_NOFOLLOW, so they cannot leave it.
+ *
+ * Memory is bounded whatever the files: read streams, grep matches lines
+ * in 64 KiB pieces, edit refuses files over 16 MiB, every list is capped
+ * and the whole answer stays under 8 MiB.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "editmatch.h"
+#include "fs_path.h"
+#include "glob.h"
+#include "jsonw.h"
+#include "utf8.h"
+
+#define FS_DEFAULT_ROOT		"/workspace"
+#define STAGE_DIR_DEFAULT	"/.hutch"
+
+#define READ_LIMIT_DEFAULT	2000
+#define READ_BYTES_DEFAULT	(256 << 10)
+#define READ_BYTES_MAX		(4 << 20)
+#define EDIT_MAX		(16 << 20)
+#define GREP_MAX_DEFAULT	200
+#define FIND_MAX_DEFAULT	1000
+#define LS_MAX_DEFAULT		1000
+#define LIST_MAX		100000	/* largest --max accepted */
+#define INCLUDE_MAX		64	/* --include options */
+
+#define OUT_MAX			((8 << 20) - 4096)	/* whole answer */
+#define OUT_SOFT		(6 << 20)	/* no new list entry past this */
+#define WALK_DEPTH		64
+#define DIR_ENTRIES_MAX		65536	/* names sorted per directory */
+#define BINARY_PROBE		8192
+#define CHUNK			65536
+#define GREP_PIECE		65536	/* longer lines are matched in pieces */
+#define GREP_TEXT_MAX		500
+
+#define EXIT_OK			0
+#define EXIT_TOOL		1
+
+struct fs_opts {
+	const char *tool;
+	const char *root;
+	const char *stage_dir;		/* staged files live under it */
+	const char *pos[2];
+	int npos;
+	const char *offset, *limit, *max_bytes, *max, *type;
+	const char *from, *old_from, *new_from;
+	const char *include[INCLUDE_MAX];
+	int ninclude;
+	bool icase, all;
+};
+
+struct fs {
+	struct fs_opts o;
+	struct fsp_root root;
+	struct jsonw out;
+	int from_fd, old_fd, new_fd;	/* staged files, already unlinked */
+};
+
+/* --- answers ------------------------------------------------------------ */
+
+static int emit(struct fs *fs, int code)
+{
+	if (jsonw_emit(&fs->out, STDOUT_FILENO) < 0) {
+		agent_err("fs: writing the answer: %m");
+		return EXIT_TOOL;
+	}
+	return code;
+}
+
+/* Start an error object; the caller may add members, then fail_end(). */
+__attribute__((format(printf, 3, 4)))
+static void fail_begin(struct fs *fs, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	/* Discard whatever success answer was under way. */
+	jsonw_free(&fs->out);
+	jsonw_init(&fs->out, OUT_MAX);
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_open(&fs->out, "error", '{');
+	jsonw_strz(&fs->out, "code", code);
+	jsonw_str(&fs->out, "message", msg, (size_t)n);
+}
+
+static int fail_end(struct fs *fs, int exit_code)
+{
+	jsonw_close(&fs->out, '}');
+	jsonw_close(&fs->out, '}');
+	return emit(fs, exit_code);
+}
+
+#define fail(fs, code, ...) \
+	(fail_begin(fs, code, __VA_ARGS__), \
+	 fail_end(fs, strcmp(code, "usage") ? EXIT_TOOL : AGENT_EXIT_USAGE))
+
+/* Error for a failed resolution or open of the user's @path. */
+static int fail_path(struct fs *fs, const char *path, int rc)
+{
+	switch (rc) {
+	case FSP_ESCAPE:
+		return fail(fs, "escape", "'%s' resolves outside %s", path,
+			    fs->o.root);
+	case FSP_NOTFILE:
+		return fail(fs, "notfile", "'%s' is not a regular file", path);
+	case -ENOENT:
+		return fail(fs, "notfound", "'%s': no such file or directory",
+			    path);
+	case -ENOTDIR:
+		return fail(fs, "notdir", "'%s': not a directory", path);
+	case -EISDIR:
+		return fail(fs, "isdir", "'%s' is a directory", path);
+	case -ELOOP:
+		return fail(fs, "io", "'%s': too many symlinks", path);
+	default:
+		return fail(fs, "io", "'%s': %s", path, strerror(-rc));
+	}
+}
+
+/* --- options ------------------------------------------------------------- */
+
+static const char *const value_opts[] = {
+	"--root", "--stage-dir", "--offset", "--limit", "--max-bytes", "--from",
+	"--old-from", "--new-from", "--include", "--max", "--type",
+};
+
+static const char **opt_slot(struct fs_opts *o, const char *name)
+{
+	if (!strcmp(name, "--root"))
+		return &o->root;
+	if (!strcmp(name, "--stage-dir"))
+		return &o->stage_dir;
+	if (!strcmp(name, "--offset"))
+		return &o->offset;
+	if (!strcmp(name, "--limit"))
+		return &o->limit;
+	if (!strcmp(name, "--max-bytes"))
+		return &o->max_bytes;
+	if (!strcmp(name, "--from"))
+		return &o->from;
+	if (!strcmp(name, "--old-from"))
+		return &o->old_from;
+	if (!strcmp(name, "--new-from"))
+		return &o->new_from;
+	if (!strcmp(name, "--max"))
+		return &o->max;
+	if (!strcmp(name, "--type"))
+		return &o->type;
+	return NULL;
+}
+
+/*
+ * Options may come before or after the tool name and between positional
+ * arguments; "--" ends them (for a PATTERN that starts with '-').
+ * Returns NULL, or a usage message.
+ */
+static const char *parse_args(int argc, char **argv, struct fs_opts *o)
+{
+	static char msg[128];
+	bool opts = true;
+	const char *arg, *val, *eq;
+	char name[32];
+	size_t nlen, k;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		arg = argv[i];
+		if (opts && !strcmp(arg, "--")) {
+			opts = false;
+			continue;
+		}
+		if (opts && !strcmp(arg, "-i")) {
+			o->icase = true;
+			continue;
+		}
+		if (opts && !strcmp(arg, "--all")) {
+			o->all = true;
+			continue;
+		}
+		if (opts && arg[0] == '-' && arg[1]) {
+			eq = strchr(arg, '=');
+			nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+			for (k = 0; k < sizeof(value_opts) / sizeof(*value_opts);
+			     k++)
+				if (strlen(value_opts[k]) == nlen &&
+				    !strncmp(arg, value_opts[k], nlen))
+					break;
+			if (k == sizeof(value_opts) / sizeof(*value_opts)) {
+				snprintf(msg, sizeof(msg),
+					 "unknown option '%.64s'", arg);
+				return msg;
+			}
+			memcpy(name, arg, nlen);
+			name[nlen] = '\0';
+			if (eq) {
+				val = eq + 1;
+			} else if (i + 1 < argc) {
+				val = argv[++i];
+			} else {
+				snprintf(msg, sizeof(msg), "%s needs a value",
+					 name);
+				return msg;
+			}
+			if (!strcmp(name, "--include")) {
+				if (o->ninclude == INCLUDE_MAX)
+					return "too many --include";
+				o->include[o->ninclude++] = val;
+			} else {
+				*opt_slot(o, name) = val;
+			}
+			continue;
+		}
+		if (!o->tool) {
+			o->tool = arg;
+			continue;
+		}
+		if (o->npos == 2)
+			return "too many arguments";
+		o->pos[o->npos++] = arg;
+	}
+	if (!o->tool)
+		return "no tool given (read, write, edit, grep, find, ls)";
+	return NULL;
+}
+
+/* Which options and how many positionals each tool takes. */
+static const char *check_args(const struct fs_opts *o, int *min_pos,
+			      int *max_pos)
+{
+	const char *t = o->tool;
+	bool read = !strcmp(t, "read"), write = !strcmp(t, "write");
+	bool edit = !strcmp(t, "edit"), grep = !strcmp(t, "grep");
+	bool find = !strcmp(t, "find"), ls = !strcmp(t, "ls");
+
+	if (!read && !write && !edit && !grep && !find && !ls)
+		return "unknown tool (read, write, edit, grep, find, ls)";
+	if ((o->offset || o->limit || o->max_bytes) && !read)
+		return "--offset, --limit and --max-bytes are for read";
+	if (o->from && !write)
+		return "--from is for write";
+	if ((o->old_from || o->new_from || o->all) && !edit)
+		return "--old-from, --new-from and --all are for edit";
+	if ((o->ninclude || o->icase) && !grep)
+		return "--include and -i are for grep";
+	if (o->max && !grep && !find && !ls)
+		return "--max is for grep, find and ls";
+	if (o->type && !find)
+		return "--type is for find";
+	if (write && !o->from)
+		return "write needs --from STAGED";
+	if (edit && (!o->old_from || !o->new_from))
+		return "edit needs --old-from STAGED and --new-from STAGED";
+	*min_pos = (read || write || edit || grep || find) ? 1 : 0;
+	*max_pos = (grep || find) ? 2 : 1;
+	if (o->npos < *min_pos)
+		return grep ? "grep needs a PATTERN" :
+		       find ? "find needs a GLOB" : "a PATH is needed";
+	if (o->npos > *max_pos)
+		return "too many arguments";
+	return NULL;
+}
+
+/* Decimal in [lo, hi]; values above hi are clamped when @clamp. */
+static int parse_num(const char *s, long long lo, long long hi, bool clamp,
+		     long long *out)
+{
+	long long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (LLONG_MAX - 9) / 10)
+			v = LLONG_MAX / 10;	/* saturate, stays > hi */
+		else
+			v = v * 10 + (*s - '0');
+	}
+	if (v < lo)
+		return -1;
+	if (v > hi) {
+		if (!clamp)
+			return -1;
+		v = hi;
+	}
+	*out = v;
+	return 0;
+}
+
+/* --- staged files ------------------------------------------------------- */
+
+/* "STAGE_DIR/NAME..." with no "." or ".." component: unlinking it must
+ * not be a way to delete anything else.  The stage directory is /.hutch,
+ * hutch's own; --stage-dir exists for tests on the host. */
+static bool staged_ok(const char *dir, const char *p)
+{
+	size_t dlen = strlen(dir);
+	const char *c = p + dlen + 1, *e;
+	size_t n;
+
+	if (dlen == 0 || strncmp(p, dir, dlen) || p[dlen] != '/' || !*c)
+		return false;
+	for (; *c; c = *e ? e + 1 : e) {
+		e = strchrnul(c, '/');
+		n = (size_t)(e - c);
+		if (n == 0 || (n == 1 && c[0] == '.') ||
+		    (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Open every staged file we were given and unlink it at once, whatever
+ * happens next: the library counts on them being gone after the call.
+ * An fd of -1 stays for one that could not be opened.
+ */
+static const char *take_staged(struct fs *fs)
+{
+	const char *paths[3] = { fs->o.from, fs->o.old_from, fs->o.new_from };
+	int *fds[3] = { &fs->from_fd, &fs->old_fd, &fs->new_fd };
+	const char *bad = NULL;
+
+	for (int i = 0; i < 3; i++) {
+		if (!paths[i])
+			continue;
+		if (!staged_ok(fs->o.stage_dir ? fs->o.stage_dir
+					       : STAGE_DIR_DEFAULT, paths[i])) {
+			bad = paths[i];
+			continue;
+		}
+		*fds[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		unlink(paths[i]);
+	}
+	return bad;
+}
+
+/* Reads a whole staged file, at most @max bytes: 0, -EFBIG or -errno. */
+static int slurp(int fd, size_t max, char **out, size_t *out_len)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL, *nb;
+	ssize_t n;
+	int rc = 0;
+
+	for (;;) {
+		if (len == cap) {
+			if (cap > max) {
+				rc = -EFBIG;
+				goto out;
+			}
+			cap = cap ? cap * 2 : CHUNK;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max) {
+		rc = -EFBIG;
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	buf = NULL;
+out:
+	free(buf);
+	return rc;
+}
+
+/* --- helpers ---------------------------------------------------------- */
+
+static const char *type_name(mode_t m)
+{
+	if (S_ISREG(m))
+		return "file";
+	if (S_ISDIR(m))
+		return "dir";
+	if (S_ISLNK(m))
+		return "symlink";
+	return "other";
+}
+
+/* Fill @buf from @fd up to @want bytes or EOF. */
+static ssize_t read_full(int fd, char *buf, size_t want)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < want) {
+		n = read(fd, buf + got, want - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* "a" + "/" + "b", or "b" alone when "a" is the root ("" or "."). */
+static int join(char *out, size_t cap, const char *a, const char *b)
+{
+	int n;
+
+	if (!*a || !strcmp(a, "."))
+		n = snprintf(out, cap, "%s", b);
+	else
+		n = snprintf(out, cap, "%s/%s", a, b);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* --- atomic replace ---------------------------------------------------- */
+
+static void temp_name(char *out, size_t cap, const char *name)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char rnd[6];
+	char sfx[7];
+
+	/* getrandom() needs no /dev; the clock is a fine fallback, as
+	 * O_EXCL makes a collision a retry, not a risk. */
+	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			rnd[i] = (unsigned char)((unsigned long)ts.tv_nsec >> (i * 5)) ^
+				 (unsigned char)getpid();
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		sfx[i] = set[rnd[i] % (sizeof(set) - 1)];
+	sfx[6] = '\0';
+	/* Keep the temp name within NAME_MAX however long NAME is. */
+	snprintf(out, cap, ".%.200s.hutch-%s", name, sfx);
+}
+
+/*
+ * Replace @name in the held directory @dirfd with new contents (from
+ * @src_fd, or @data/@len when src_fd < 0) through a temp file and
+ * renameat(): readers see the old file or the new one, never a mix.  The
+ * rename replaces whatever is at @name then, even a symlink swapped in,
+ * without following it, and @dirfd is the directory we resolved, so the
+ * write cannot land outside.  @old: the file being replaced (mode and
+ * owner kept) or NULL.  Returns 0 or -errno; the temp file never stays.
+ */
+static int replace_file(int dirfd, const char *name, int src_fd,
+			const char *data, size_t len, const struct stat *old,
+			mode_t *mode_out, unsigned long long *bytes)
+{
+	char tmp[NAME_MAX + 1], buf[CHUNK];
+	mode_t mode = old ? old->st_mode & 07777 : 0644;
+	size_t off = 0;
+	struct stat st;
+	ssize_t n, w;
+	int fd = -1, rc = 0, tries;
+
+	*bytes = 0;
+	for (tries = 0; tries < 16; tries++) {
+		temp_name(tmp, sizeof(tmp), name);
+		fd = openat(dirfd, tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (src_fd >= 0) {
+			n = read(src_fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				rc = -errno;
+				goto out;
+			}
+			if (n == 0)
+				break;
+			data = buf;
+			len = (size_t)n;
+			off = 0;
+		} else if (off == len) {
+			break;
+		}
+		while (off < len) {
+			w = write(fd, data + off, len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				rc = -errno;
+				goto out;
+			}
+			off += (size_t)w;
+			*bytes += (unsigned long long)w;
+		}
+	}
+	/* chown before chmod: chown clears set-id bits. */
+	if (old && geteuid() == 0 && fstat(fd, &st) == 0 &&
+	    (st.st_uid != old->st_uid || st.st_gid != old->st_gid) &&
+	    fchown(fd, old->st_uid, old->st_gid) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = close(fd) < 0 ? -errno : 0;
+	fd = -1;
+	if (rc)
+		goto out;
+	if (renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = -errno;
+	*mode_out = mode;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+/* --- read ----------------------------------------------------------------- */
+
+struct reader {
+	long long offset, limit;	/* 1-based first line, line count */
+	size_t max_bytes;
+	char *content;
+	size_t clen, enc;		/* raw bytes, JSON cost so far */
+	long long line;			/* current line, 1-based */
+	long long lines;		/* lines returned */
+	size_t line_start;		/* clen where the current line began */
+	bool collecting, truncated;
+	long long next_offset;
+};
+
+/* Take bytes of the current line; it ends with @eol. */
+static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
+{
+	size_t room, cost, cut;
+
+	if (r->collecting && r->line >= r->offset) {
+		room = r->max_bytes - r->clen;
+		cost = jsonw_str_cost(s, n);
+		if (n <= room && r->enc + cost <= OUT_SOFT) {
+			memcpy(r->content + r->clen, s, n);
+			r->clen += n;
+			r->enc += cost;
+		} else if (r->line_start == 0 && r->lines == 0) {
+			/*
+			 * The first line alone is over the cap: give what
+			 * fits, cut at a UTF-8 boundary, and move on to the
+			 * next line rather than ask for this one forever.
+			 */
+			cut = hutch__utf8_cut(s, n, n <= room ? n : room);
+			while (cut > 0 &&
+			       r->enc + jsonw_str_cost(s, cut) > OUT_SOFT)
+				cut = hutch__utf8_cut(s, cut, cut / 2);
+			memcpy(r->content + r->clen, s, cut);
+			r->clen += cut;
+			r->lines = 1;
+			r->collecting = false;
+			r->truncated = true;
+			r->next_offset = r->line + 1;
+		} else {
+			r->clen = r->line_start;	/* drop the partial line */
+			r->collecting = false;
+			r->truncated = true;
+			r->next_offset = r->line;
+		}
+	}
+	if (!eol)
+		return;
+	if (r->collecting && r->line >= r->offset) {
+		r->lines++;
+		r->line_start = r->clen;
+		if (r->lines == r->limit)
+			r->collecting = false;
+	}
+	r->line++;
+}
+
+static int tool_read(struct fs *fs)
+{
+	const char *path = fs->o.npos ? fs->o.pos[0] : ".";
+	struct reader r = { .offset = 1, .limit = READ_LIMIT_DEFAULT,
+			    .max_bytes = READ_BYTES_DEFAULT, .line = 1,
+			    .collecting = true };
+	unsigned long long size = 0;
+	long long total, v;
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	char *buf = NULL, *p, *end, *nl;
+	bool last_nl = true;
+	struct stat st;
+	ssize_t n;
+	int fd = -1, rc;
+
+	if (fs->o.offset &&
+	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r.offset) < 0) {
+		rc = fail(fs, "invalid", "--offset wants a line number >= 1");
+		goto out;
+	}
+	if (fs->o.limit &&
+	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r.limit) < 0) {
+		rc = fail(fs, "invalid", "--limit wants a number >= 1");
+		goto out;
+	}
+	if (fs->o.max_bytes) {
+		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) < 0) {
+			rc = fail(fs, "invalid", "--max-bytes wants a number >= 1");
+			goto out;
+		}
+		r.max_bytes = (size_t)v;
+	}
+	rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &res,
+		      &fd);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = fail_path(fs, path, -errno);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = fail_path(fs, path, -EISDIR);
+		goto out;
+	}
+	buf = malloc(CHUNK);
+	r.content = malloc(r.max_bytes + 1);
+	if (!buf || !r.content) {
+		rc = fail_path(fs, path, -ENOMEM);
+		goto out;
+	}
+	for (;;) {
+		/* The first read fills the binary probe entirely. */
+		n = size == 0 ? read_full(fd, buf, CHUNK) : read(fd, buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fail_path(fs, path, -errno);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (size == 0 &&
+		    memchr(buf, '\0', (size_t)n < BINARY_PROBE ? (size_t)n
+							       : BINARY_PROBE)) {
+			rc = fail(fs, "binary", "'%s' is a binary file (%lld bytes)",
+				  path, (long long)st.st_size);
+			goto out;
+		}
+		size += (unsigned long long)n;
+		for (p = buf, end = buf + n; p < end; p = nl + 1) {
+			nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl) {
+				reader_take(&r, p, (size_t)(end - p), false);
+				break;
+			}
+			reader_take(&r, p, (size_t)(nl + 1 - p), true);
+		}
+		last_nl = buf[n - 1] == '\n';
+	}
+	/* r.line is one past the last "\n"; a last line without one counts. */
+	total = r.line - 1 + (size && !last_nl ? 1 : 0);
+	if (!last_nl && size && r.collecting && r.line >= r.offset &&
+	    r.clen > r.line_start)
+		r.lines++;	/* the unterminated last line was taken */
+	if (!r.truncated && r.offset + r.lines <= total) {
+		r.truncated = true;
+		r.next_offset = r.offset + r.lines;
+	}
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", res.rel);
+	jsonw_str(&fs->out, "content", r.content, r.clen);
+	jsonw_int(&fs->out, "offset", r.offset);
+	jsonw_int(&fs->out, "lines", r.lines);
+	jsonw_int(&fs->out, "total_lines", total);
+	jsonw_int(&fs->out, "size", (long long)size);
+	jsonw_bool(&fs->out, "truncated", r.truncated);
+	if (r.truncated)
+		jsonw_int(&fs->out, "next_offset", r.next_offset);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	if (fd >= 0)
+		close(fd);
+	fsp_res_close(&res);
+	free(buf);
+	free(r.content);
+	return rc;
+}
+
+/* --- write ---------------------------------------------------------------- */
+
+static int tool_write(struct fs *fs)
+{
+	const char *path = fs->o.pos[0];
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	unsigned long long bytes;
+	bool exists;
+	mode_t mode = 0644;
+	char mstr[8];
+	int rc;
+
+	if (fs->from_fd < 0) {
+		rc = fail(fs, "io", "staged file '%s': %s", fs->o.from,
+			  strerror(ENOENT));
+		goto out;
+	}
+	rc = fsp_resolve(&fs->root, path, FSP_MKDIR, &res);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	exists = res.fd >= 0;
+	if (res.parent < 0 || (exists && S_ISDIR(res.st.st_mode))) {
+		rc = fail_path(fs, path, -EISDIR);
+		goto out;
+	}
+	if (exists && !S_ISREG(res.st.st_mode)) {
+		rc = fail_path(fs, path, FSP_NOTFILE);
+		goto out;
+	}
+	rc = replace_file(res.parent, res.name, fs->from_fd, NULL, 0,
+			  exists ? &res.st : NULL, &mode, &bytes);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	snprintf(mstr, sizeof(mstr), "%04o", (unsigned int)mode);
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", res.rel);
+	jsonw_int(&fs->out, "bytes", (long long)bytes);
+	jsonw_bool(&fs->out, "created", !exists);
+	jsonw_strz(&fs->out, "mode", mstr);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	fsp_res_close(&res);
+	return rc;
+}
+
+/* --- edit ----------------------------------------------------------------- */
+
+static int read_staged(struct fs *fs, int fd, const char *what,
+		       const char *path, char **out, size_t *len)
+{
+	int rc;
+
+	if (fd < 0)
+		return fail(fs, "io", "staged file '%s': %s", path,
+			    strerror(ENOENT));
+	rc = slurp(fd, EDIT_MAX, out, len);
+	if (rc == -EFBIG)
+		return fail(fs, "toobig", "%s text is over %d MiB", what,
+			    EDIT_MAX >> 20);
+	if (rc)
+		return fail(fs, "io", "staged file '%s': %s", path,
+			    strerror(-rc));
+	return 0;
+}
+
+static int tool_edit(struct fs *fs)
+{
+	const char *path = fs->o.pos[0];
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	struct em_result em = { 0 };
+	char *old = NULL, *new_text = NULL, *file = NULL;
+	size_t olen = 0, nlen = 0, flen = 0, i;
+	unsigned long long bytes;
+	struct stat st;
+	mode_t mode;
+	int fd = -1, rc;
+
+	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, &old, &olen);
+	if (!rc)
+		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
+				 &new_text, &nlen);
+	if (rc)
+		goto out;
+	if (olen == 0) {
+		rc = fail(fs, "invalid", "the old text is empty");
+		goto out;
+	}
+	if (olen == nlen && !memcmp(old, new_text, olen)) {
+		rc = fail(fs, "invalid", "the old and new texts are the same");
+		goto out;
+	}
+	rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &res,
+		      &fd);
+	if (!rc && fstat(fd, &st) < 0)
+		rc = -errno;
+	if (!rc && S_ISDIR(st.st_mode))
+		rc = -EISDIR;
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	if (st.st_size > EDIT_MAX) {
+		rc = fail(fs, "toobig", "'%s' is over %d MiB (%lld bytes)",
+			  path, EDIT_MAX >> 20, (long long)st.st_size);
+		goto out;
+	}
+	rc = slurp(fd, EDIT_MAX, &file, &flen);
+	if (rc) {
+		rc = rc == -EFBIG ? fail(fs, "toobig", "'%s' is over %d MiB",
+					 path, EDIT_MAX >> 20)
+				  : fail_path(fs, path, rc);
+		goto out;
+	}
+	if (memchr(file, '\0', flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
+		rc = fail(fs, "binary", "'%s' is a binary file (%zu bytes)",
+			  path, flen);
+		goto out;
+	}
+	rc = em_edit(file, flen, old, olen, new_text, nlen, fs->o.all, &em);
+	switch (rc) {
+	case EM_OK:
+		break;
+	case EM_NOMATCH:
+		fail_begin(fs, "nomatch", "the old text was not found in '%s'",
+			   path);
+		if (em.closest) {
+			jsonw_open(&fs->out, "closest", '{');
+			jsonw_int(&fs->out, "line", (long long)em.closest_line);
+			jsonw_strz(&fs->out, "text", em.closest);
+			jsonw_close(&fs->out, '}');
+		}
+		rc = fail_end(fs, EXIT_TOOL);
+		goto out;
+	case EM_AMBIGUOUS:
+		fail_begin(fs, "ambiguous",
+			   "the old text occurs %zu times in '%s' (%s match); "
+			   "add context or use --all",
+			   em.count, path, em_match_name(em.match));
+		jsonw_open(&fs->out, "lines", '[');
+		for (i = 0; i < em.nlines; i++)
+			jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
+		jsonw_close(&fs->out, ']');
+		jsonw_int(&fs->out, "count", (long long)em.count);
+		rc = fail_end(fs, EXIT_TOOL);
+		goto out;
+	case EM_INVALID:
+		rc = fail(fs, "invalid", "the old text is empty or the same "
+			  "as the new one");
+		goto out;
+	case EM_TOOBIG:
+		rc = fail(fs, "toobig", "the edited '%s' would be over %u MiB",
+			  path, EM_OUT_MAX >> 20);
+		goto out;
+	default:
+		rc = fail_path(fs, path, -ENOMEM);
+		goto out;
+	}
+	rc = replace_file(res.parent, res.name, -1, em.out, em.out_len, &st,
+			  &mode, &bytes);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", res.rel);
+	jsonw_strz(&fs->out, "match", em_match_name(em.match));
+	jsonw_int(&fs->out, "replacements", (long long)em.count);
+	jsonw_open(&fs->out, "lines", '[');
+	for (i = 0; i < em.nlines; i++)
+		jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
+	jsonw_close(&fs->out, ']');
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	if (fd >= 0)
+		close(fd);
+	fsp_res_close(&res);
+	em_result_free(&em);
+	free(old);
+	free(new_text);
+	free(file);
+	return rc;
+}
+
+/* --- directory walks ------------------------------------------------------ */
+
+struct walker;
+/* Called for every entry; @rel is relative to the root, @sub to the walk's
+ * start.  Sets wk->stop to end the walk. */
+typedef void (*visit_fn)(struct walker *wk, int dfd, const char *name,
+			 const struct stat *st, const char *rel,
+			 const char *sub);
+
+struct walker {
+	struct fs *fs;
+	visit_fn visit;
+	void *arg;
+	bool skip_git;
+	bool stop;
+	bool truncated;			/* a directory had too many entries */
+	long long skipped_deep;
+	char rel[PATH_MAX];
+	size_t sub_off;			/* where `sub` starts in rel */
+};
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The names in @dfd, sorted bytewise (the C locale's order), at most
+ * DIR_ENTRIES_MAX of them (*more is set when some were left out).  Takes
+ * @dfd.  Returns the count or -errno; *out is freed with free_names().
+ */
+static long read_names(int dfd, char ***out, bool *more)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	char **names = NULL, **nn;
+	size_t n = 0, cap = 0;
+	long rc;
+
+	*more = false;
+	if (!d) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == DIR_ENTRIES_MAX) {
+			*more = true;
+			break;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nn = realloc(names, cap * sizeof(*names));
+			if (!nn)
+				goto nomem;
+			names = nn;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n])
+			goto nomem;
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
+	*out = names;
+	return (long)n;
+nomem:
+	while (n)
+		free(names[--n]);
+	free(names);
+	closedir(d);
+	return -ENOMEM;
+}
+
+static void free_names(char **names, long n)
+{
+	while (n > 0)
+		free(names[--n]);
+	free(names);
+}
+
+/* rel[0..base) + "/" + name, without the "/" at the root. */
+static int rel_push(char *rel, size_t cap, size_t base, const char *name)
+{
+	size_t n = strlen(name), sep = base ? 1 : 0;
+
+	if (base + sep + n + 1 > cap)
+		return -ENAMETOOLONG;
+	if (sep)
+		rel[base] = '/';
+	memcpy(rel + base + sep, name, n + 1);
+	return 0;
+}
+
+/* Walks the directory @dfd (an open fd, taken) whose path is wk->rel. */
+static void walk_dir(struct walker *wk, int dfd, int depth)
+{
+	size_t base = strlen(wk->rel);
+	char **names = NULL;
+	struct stat st;
+	bool more;
+	long n, i;
+	int cfd, pfd;
+
+	/* Keep our own fd for the *at() calls: read_names() takes dfd. */
+	pfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	n = read_names(dfd, &names, &more);
+	if (pfd < 0 || n < 0)
+		goto out;
+	if (more)
+		wk->truncated = true;
+	for (i = 0; i < n && !wk->stop; i++) {
+		if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile */
+		if (wk->skip_git && S_ISDIR(st.st_mode) &&
+		    !strcmp(names[i], ".git"))
+			continue;
+		if (rel_push(wk->rel, sizeof(wk->rel), base, names[i]) < 0)
+			continue;
+		wk->visit(wk, pfd, names[i], &st, wk->rel,
+			  wk->rel + (wk->sub_off ? wk->sub_off + 1 : 0));
+		if (S_ISDIR(st.st_mode) && !wk->stop) {
+			if (depth + 1 >= WALK_DEPTH) {
+				wk->skipped_deep++;
+			} else {
+				/* O_NOFOLLOW|O_DIRECTORY: a directory swapped
+				 * for a symlink is refused, not followed. */
+				cfd = openat(pfd, names[i],
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+						     O_NONBLOCK | O_CLOEXEC);
+				if (cfd >= 0)
+					walk_dir(wk, cfd, depth + 1);
+			}
+		}
+		wk->rel[base] = '\0';
+	}
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free_names(names, n);
+}
+
+/*
+ * Resolve the PATH a walk starts at.  A directory comes back open in
+ * *dfd (reopened through the fd that was resolved, so no name is looked
+ * up again); anything else leaves *dfd at -1 with res describing it.
+ */
+static int open_start(struct fs *fs, const char *path, struct fsp_res *res,
+		      int *dfd)
+{
+	int rc;
+
+	*dfd = -1;
+	rc = fsp_resolve(&fs->root, path, 0, res);
+	if (rc)
+		return rc;
+	if (res->fd < 0) {
+		fsp_res_close(res);
+		return -ENOENT;
+	}
+	if (S_ISDIR(res->st.st_mode)) {
+		*dfd = openat(res->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*dfd < 0) {
+			rc = -errno;
+			fsp_res_close(res);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void walk_init(struct walker *wk, struct fs *fs, const char *start_rel)
+{
+	memset(wk, 0, sizeof(*wk));
+	wk->fs = fs;
+	if (strcmp(start_rel, ".")) {
+		/* fsp_resolve() already bounded it by PATH_MAX. */
+		snprintf(wk->rel, sizeof(wk->rel), "%s", start_rel);
+		wk->sub_off = strlen(wk->rel);
+	}
+}
+
+/* --- grep ----------------------------------------------------------------- */
+
+struct grep {
+	regex_t re;
+	long long max, count, files;
+	bool truncated;
+	char *buf;		/* CHUNK */
+	char *piece;		/* GREP_PIECE + 1 */
+	size_t plen;
+	int npiece;		/* pieces of the current line so far */
+	bool line_done;		/* the current line already matched */
+	long long line;
+};
+
+static void grep_add(struct walker *wk, struct grep *g, const char *rel,
+		     const char *text, size_t n)
+{
+	struct jsonw *w = &wk->fs->out;
+	size_t cut = hutch__utf8_cut(text, n, GREP_TEXT_MAX);
+
+	if (w->len > OUT_SOFT) {
+		g->truncated = true;
+		wk->stop = true;
+		return;
+	}
+	jsonw_open(w, NULL, '{');
+	jsonw_strz(w, "path", rel);
+	jsonw_int(w, "line", g->line);
+	if (cut < n) {
+		char tmp[GREP_TEXT_MAX + 4];
+
+		memcpy(tmp, text, cut);
+		memcpy(tmp + cut, "\xe2\x80\xa6", 3);	/* "..." as one char */
+		jsonw_str(w, "text", tmp, cut + 3);
+	} else {
+		jsonw_str(w, "text", text, n);
+	}
+	jsonw_close(w, '}');
+	if (++g->count >= g->max) {
+		g->truncated = true;
+		wk->stop = true;
+	}
+}
+
+/* Match the piece of the current line gathered so far. */
+static void grep_piece(struct walker *wk, struct grep *g, const char *rel,
+		       bool eol)
+{
+	size_t n = g->plen;
+	int flags = 0;
+
+	if (!g->line_done && (n || g->npiece == 0)) {
+		if (eol && n && g->piece[n - 1] == '\r')
+			n--;	/* CRLF files: "$" still matches */
+		g->piece[n] = '\0';
+		if (g->npiece > 0)
+			flags |= REG_NOTBOL;
+		if (!eol)
+			flags |= REG_NOTEOL;
+		if (regexec(&g->re, g->piece, 0, NULL, flags) == 0) {
+			g->line_done = true;
+			grep_add(wk, g, rel, g->piece, n);
+		}
+	}
+	g->plen = 0;
+	g->npiece++;
+}
+
+static void grep_fd(struct walker *wk, struct grep *g, int fd,
+		    const char *rel)
+{
+	char *p, *end, *nl;
+	size_t take;
+	ssize_t n;
+	bool first = true;
+
+	g->line = 1;
+	g->plen = 0;
+	g->npiece = 0;
+	g->line_done = false;
+	for (;;) {
+		n = first ? read_full(fd, g->buf, CHUNK)
+			  : read(fd, g->buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (first) {
+			first = false;
+			if (memchr(g->buf, '\0', (size_t)n < BINARY_PROBE
+							 ? (size_t)n
+							 : BINARY_PROBE))
+				return;	/* binary: skipped, not counted */
+			g->files++;
+		}
+		for (p = g->buf, end = g->buf + n; p < end && !wk->stop;) {
+			nl = memchr(p, '\n', (size_t)(end - p));
+			take = (size_t)((nl ? nl : end) - p);
+			if (take > GREP_PIECE - g->plen)
+				take = GREP_PIECE - g->plen;
+			memcpy(g->piece + g->plen, p, take);
+			g->plen += take;
+			p += take;
+			if (nl && p == nl) {
+				grep_piece(wk, g, rel, true);
+				g->line++;
+				g->npiece = 0;
+				g->line_done = false;
+				p++;
+			} else if (g->plen == GREP_PIECE) {
+				grep_piece(wk, g, rel, false);
+			}
+		}
+		if (wk->stop)
+			return;
+	}
+	if (first)
+		g->files++;	/* empty file */
+	else if (g->plen)
+		grep_piece(wk, g, rel, true);
+}
+
+static bool included(const struct fs *fs, const char *sub)
+{
+	if (!fs->o.ninclude)
+		return true;
+	for (int i = 0; i < fs->o.ninclude; i++)
+		if (hutch__glob_match(fs->o.include[i], sub, false))
+			return true;
+	return false;
+}
+
+static void grep_visit(struct walker *wk, int dfd, const char *name,
+		       const struct stat *st, const char *rel, const char *sub)
+{
+	struct grep *g = wk->arg;
+	struct stat fst;
+	int fd;
+
+	if (!S_ISREG(st->st_mode) || !included(wk->fs, sub))
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+				       O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* Swapped for a fifo or device since the fstatat(): skip it. */
+	if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode))
+		grep_fd(wk, g, fd, rel);
+	close(fd);
+}
+
+static int tool_grep(struct fs *fs)
+{
+	const char *pattern = fs->o.pos[0];
+	const char *path = fs->o.npos > 1 ? fs->o.pos[1] : ".";
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	struct grep g = { .max = GREP_MAX_DEFAULT };
+	bool compiled = false;
+	struct walker wk;
+	char err[256];
+	int rc, dfd = -1, fd = -1, i;
+
+	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &g.max)) {
+		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		goto out;
+	}
+	for (i = 0; i < fs->o.ninclude; i++) {
+		if (!hutch__glob_valid(fs->o.include[i])) {
+			rc = fail(fs, "invalid", "bad --include glob '%s'",
+				  fs->o.include[i]);
+			goto out;
+		}
+	}
+	rc = regcomp(&g.re, pattern,
+		     REG_EXTENDED | REG_NEWLINE | (fs->o.icase ? REG_ICASE : 0));
+	if (rc) {
+		regerror(rc, &g.re, err, sizeof(err));
+		rc = fail(fs, "invalid", "bad regex '%s': %s", pattern, err);
+		goto out;
+	}
+	compiled = true;
+	g.buf = malloc(CHUNK);
+	g.piece = malloc(GREP_PIECE + 1);
+	if (!g.buf || !g.piece) {
+		rc = fail_path(fs, path, -ENOMEM);
+		goto out;
+	}
+	rc = open_start(fs, path, &res, &dfd);
+	if (!rc && dfd < 0) {
+		/* A file: open it as the very file resolved. */
+		fsp_res_close(&res);
+		rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+			      &res, &fd);
+	}
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	walk_init(&wk, fs, res.rel);
+	wk.visit = grep_visit;
+	wk.arg = &g;
+	wk.skip_git = true;
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_open(&fs->out, "matches", '[');
+	if (dfd >= 0) {
+		walk_dir(&wk, dfd, 0);
+		dfd = -1;
+	} else if (included(fs, res.name)) {
+		grep_fd(&wk, &g, fd, res.rel);
+	}
+	jsonw_close(&fs->out, ']');
+	jsonw_bool(&fs->out, "truncated", g.truncated || wk.truncated);
+	jsonw_int(&fs->out, "files_scanned", g.files);
+	if (wk.skipped_deep)
+		jsonw_int(&fs->out, "skipped_deep", wk.skipped_deep);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	if (compiled)
+		regfree(&g.re);
+	if (dfd >= 0)
+		close(dfd);
+	if (fd >= 0)
+		close(fd);
+	fsp_res_close(&res);
+	free(g.buf);
+	free(g.piece);
+	return rc;
+}
+
+/* --- find ----------------------------------------------------------------- */
+
+struct find {
+	const char *glob;
+	char type;		/* 0, 'f' or 'd' */
+	long long max, count;
+	bool truncated;
+};
+
+static void find_add(struct walker *wk, struct find *f, mode_t mode,
+		     const char *rel, const char *sub)
+{
+	struct jsonw *w = &wk->fs->out;
+
+	if ((f->type == 'f' && !S_ISREG(mode)) ||
+	    (f->type == 'd' && !S_ISDIR(mode)) ||
+	    !hutch__glob_match(f->glob, sub, false))
+		return;
+	if (w->len > OUT_SOFT) {
+		f->truncated = true;
+		wk->stop = true;
+		return;
+	}
+	jsonw_open(w, NULL, '{');
+	jsonw_strz(w, "path", rel);
+	jsonw_strz(w, "type", type_name(mode));
+	jsonw_close(w, '}');
+	if (++f->count >= f->max) {
+		f->truncated = true;
+		wk->stop = true;
+	}
+}
+
+static void find_visit(struct walker *wk, int dfd, const char *name,
+		       const struct stat *st, const char *rel, const char *sub)
+{
+	find_add(wk, wk->arg, st->st_mode, rel, sub);
+}
+
+static int tool_find(struct fs *fs)
+{
+	const char *path = fs->o.npos > 1 ? fs->o.pos[1] : ".";
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	struct find f = { .glob = fs->o.pos[0], .max = FIND_MAX_DEFAULT };
+	struct walker wk;
+	int rc, dfd = -1;
+
+	if (!hutch__glob_valid(f.glob)) {
+		rc = fail(fs, "invalid", "bad glob '%s'", f.glob);
+		goto out;
+	}
+	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &f.max)) {
+		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		goto out;
+	}
+	if (fs->o.type) {
+		if (strcmp(fs->o.type, "f") && strcmp(fs->o.type, "d")) {
+			rc = fail(fs, "invalid", "--type wants f or d, not '%s'",
+				  fs->o.type);
+			goto out;
+		}
+		f.type = fs->o.type[0];
+	}
+	rc = open_start(fs, path, &res, &dfd);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	walk_init(&wk, fs, res.rel);
+	wk.visit = find_visit;
+	wk.arg = &f;
+	wk.skip_git = true;
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_open(&fs->out, "entries", '[');
+	if (dfd >= 0) {
+		walk_dir(&wk, dfd, 0);
+		dfd = -1;
+	} else {
+		/* PATH is not a directory: it is the only candidate. */
+		find_add(&wk, &f, res.st.st_mode, res.rel, res.name);
+	}
+	jsonw_close(&fs->out, ']');
+	jsonw_bool(&fs->out, "truncated", f.truncated || wk.truncated);
+	if (wk.skipped_deep)
+		jsonw_int(&fs->out, "skipped_deep", wk.skipped_deep);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	fsp_res_close(&res);
+	return rc;
+}
+
+/* --- ls ------------------------------------------------------------------- */
+
+static void ls_entry(struct jsonw *w, int dfd, const char *name,
+		     const char *rel, const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	jsonw_open(w, NULL, '{');
+	jsonw_strz(w, "path", rel);
+	jsonw_strz(w, "name", name);
+	jsonw_strz(w, "type", type_name(st->st_mode));
+	jsonw_int(w, "size", (long long)st->st_size);
+	if (S_ISLNK(st->st_mode) && dfd >= 0) {
+		n = readlinkat(dfd, name, target, sizeof(target));
+		if (n >= 0 && (size_t)n < sizeof(target))
+			jsonw_str(w, "target", target, (size_t)n);
+	}
+	jsonw_close(w, '}');
+}
+
+static int tool_ls(struct fs *fs)
+{
+	const char *path = fs->o.npos ? fs->o.pos[0] : ".";
+	struct fsp_res res = { .parent = -1, .fd = -1 };
+	long long max = LS_MAX_DEFAULT;
+	char rel[PATH_MAX], **names = NULL;
+	long n = 0, i, shown = 0;
+	bool more = false;
+	struct stat st;
+	int rc, dfd = -1, pfd = -1;
+
+	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &max)) {
+		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		goto out;
+	}
+	rc = open_start(fs, path, &res, &dfd);
+	if (rc) {
+		rc = fail_path(fs, path, rc);
+		goto out;
+	}
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", res.rel);
+	jsonw_open(&fs->out, "entries", '[');
+	if (dfd < 0) {
+		/* A file: itself, as the one entry. */
+		ls_entry(&fs->out, -1, res.name, res.rel, &res.st);
+	} else {
+		/* read_names() takes dfd; keep one for the *at() calls. */
+		pfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+		rc = pfd < 0 ? -errno : 0;
+		n = read_names(dfd, &names, &more);
+		dfd = -1;
+		if (n < 0 || rc) {
+			rc = fail_path(fs, path, n < 0 ? (int)n : rc);
+			goto out;
+		}
+		for (i = 0; i < n && shown < max; i++) {
+			if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			if (join(rel, sizeof(rel), res.rel, names[i]) < 0)
+				continue;
+			if (fs->out.len > OUT_SOFT) {
+				more = true;
+				break;
+			}
+			ls_entry(&fs->out, pfd, names[i], rel, &st);
+			shown++;
+		}
+		if (i < n)
+			more = true;
+	}
+	jsonw_close(&fs->out, ']');
+	jsonw_bool(&fs->out, "truncated", more);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (pfd >= 0)
+		close(pfd);
+	free_names(names, n);
+	fsp_res_close(&res);
+	return rc;
+}
+
+/* --- entry ---------------------------------------------------------------- */
+
+int agent_fs(int argc, char **argv)
+{
+	struct fs fs = { .from_fd = -1, .old_fd = -1, .new_fd = -1,
+			 .root = { .fd = -1 } };
+	const char *msg, *bad;
+	int rc, min_pos, max_pos;
+
+	jsonw_init(&fs.out, OUT_MAX);
+	msg = parse_args(argc, argv, &fs.o);
+	/* Staged files go away even when the call is refused. */
+	bad = take_staged(&fs);
+	if (msg) {
+		rc = fail(&fs, "usage", "%s", msg);
+		goto out;
+	}
+	if (bad) {
+		rc = fail(&fs, "usage", "staged file '%s' is not under %s/",
+			  bad, fs.o.stage_dir ? fs.o.stage_dir : STAGE_DIR_DEFAULT);
+		goto out;
+	}
+	msg = check_args(&fs.o, &min_pos, &max_pos);
+	if (msg) {
+		rc = fail(&fs, "usage", "%s", msg);
+		goto out;
+	}
+	if (!fs.o.root)
+		fs.o.root = FS_DEFAULT_ROOT;
+	if (fs.o.root[0] != '/') {
+		rc = fail(&fs, "usage", "--root wants an absolute path");
+		goto out;
+	}
+	rc = fsp_root_open(&fs.root, fs.o.root);
+	if (rc) {
+		rc = fail(&fs, rc == -ENOENT ? "notfound" : "io",
+			  "root '%s': %s", fs.o.root, strerror(-rc));
+		goto out;
+	}
+	if (!strcmp(fs.o.tool, "read"))
+		rc = tool_read(&fs);
+	else if (!strcmp(fs.o.tool, "write"))
+		rc = tool_write(&fs);
+	else if (!strcmp(fs.o.tool, "edit"))
+		rc = tool_edit(&fs);
+	else if (!strcmp(fs.o.tool, "grep"))
+		rc = tool_grep(&fs);
+	else if (!strcmp(fs.o.tool, "find"))
+		rc = tool_find(&fs);
+	else
+		rc = tool_ls(&fs);
+out:
+	if (fs.from_fd >= 0)
+		close(fs.from_fd);
+	if (fs.old_fd >= 0)
+		close(fs.old_fd);
+	if (fs.new_fd >= 0)
+		close(fs.new_fd);
+	fsp_root_close(&fs.root);
+	jsonw_free(&fs.out);
+	return rc;
+}

@@ -1,0 +1,721 @@
+/*
+ * fs.c - file tools: the library side of the agent's "fs" command
+ *
+ * Nothing here touches a path: the agent inside the container resolves and
+ * confines every one of them (src/agent/fs_path.c).  This file turns the
+ * caller's arguments into an agent command line, uploads the texts that do
+ * not belong on a command line (write's content, edit's old and new text),
+ * runs the agent through the ordinary exec path and turns its one JSON
+ * object into a result or a typed error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <archive.h>
+#include <archive_entry.h>
+#include <json-c/json.h>
+
+#include <hutch/fs.h>
+
+#include "agent_blob.h"
+#include "common.h"
+#include "engine_internal.h"
+#include "error.h"
+#include "session_internal.h"
+
+/* The agent keeps every answer far below this (its caps add up to ~8 MiB);
+ * more is a broken or impostor agent. */
+#define FS_MAX_ANSWER (9u * 1024u * 1024u)
+/* Patterns, globs and paths go on the agent's command line. */
+#define FS_MAX_ARG (64u * 1024u)
+/* Where write and edit texts are uploaded; the agent deletes them. */
+#define FS_STAGE_DIR HUTCH_AGENT_DIR "/req"
+
+struct hutch_fs_result {
+	json_object *doc;
+	const char *json;        /* borrowed from doc */
+	json_object *entries;    /* borrowed from doc, or NULL */
+};
+
+static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
+
+/* --- the command line ------------------------------------------------------ */
+
+#define FS_MAX_ARGV 64
+
+struct argv {
+	const char *v[FS_MAX_ARGV];
+	size_t n;
+	char nums[6][24];        /* storage for numeric arguments */
+	size_t nnums;
+	int overflow;
+};
+
+static void arg(struct argv *a, const char *s)
+{
+	if (a->n + 1 >= FS_MAX_ARGV) {
+		a->overflow = 1;
+		return;
+	}
+	a->v[a->n++] = s;
+}
+
+static void arg_num(struct argv *a, const char *flag, uint64_t value)
+{
+	if (value == 0)
+		return;
+	if (a->nnums >= HUTCH_ARRAY_SIZE(a->nums)) {
+		a->overflow = 1;
+		return;
+	}
+	snprintf(a->nums[a->nnums], sizeof(a->nums[0]), "%" PRIu64, value);
+	arg(a, flag);
+	arg(a, a->nums[a->nnums++]);
+}
+
+static void argv_init(struct argv *a, const char *tool)
+{
+	memset(a, 0, sizeof(*a));
+	arg(a, HUTCH_AGENT_PATH);
+	arg(a, "fs");
+	arg(a, tool);
+}
+
+/* A user string headed for the agent's command line: bounded, and never
+ * mistaken for an option (the agent takes "--" before operands, but a path
+ * is also checked here so the error names it). */
+static int check_arg(const char *what, const char *s, hutch_error **err)
+{
+	size_t len;
+
+	if (!s)
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing", what);
+	len = strlen(s);
+	if (len == 0)
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is empty", what);
+	if (len > FS_MAX_ARG)
+		return hutch__error_set(err, HUTCH_ETOOBIG,
+					"%s is too long (%zu bytes, at most %u)",
+					what, len, FS_MAX_ARG);
+	return 0;
+}
+
+/* --- uploading texts ------------------------------------------------------- */
+
+struct staged {
+	const char *data;
+	size_t len;
+	char path[64];           /* in the container */
+};
+
+/*
+ * Upload the texts into the container's /.hutch/req/.  The texts are
+ * bounded by HUTCH_FS_MAX_TEXT, so the archive is built in memory.  The
+ * directory is world-writable on purpose: the agent runs as the session's
+ * user and deletes what it read; whatever else in the container could touch
+ * these files could write the workspace directly anyway.
+ */
+static int stage(hutch_session *s, struct staged *st, size_t n,
+		 hutch_error **err)
+{
+	struct archive *a = NULL;
+	char hex[25], name[96];
+	size_t cap = 8192, used = 0;
+	char *buf = NULL;
+	int rc = 0;
+
+	if (hutch__random_hex(hex, sizeof(hex)) < 0)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"no randomness for a file name: %s",
+					strerror(errno));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(st[i].path, sizeof(st[i].path), "%s/%s-%zu",
+			 FS_STAGE_DIR, hex, i);
+		cap += st[i].len + 1024;
+	}
+	buf = malloc(cap);
+	a = archive_write_new();
+	if (!buf || !a ||
+	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
+	    hutch__tar_add(a, FS_STAGE_DIR + 1, AE_IFDIR, 0777, NULL, 0) < 0) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* Entry names are relative: the archive is put at "/". */
+		snprintf(name, sizeof(name), "%s", st[i].path + 1);
+		if (hutch__tar_add(a, name, AE_IFREG, 0644, st[i].data, st[i].len) < 0) {
+			rc = hutch__error_oom(err);
+			goto out;
+		}
+	}
+	if (archive_write_close(a) != ARCHIVE_OK) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	rc = hutch__session_put_tar(s, buf, used, "upload the text to the container",
+				    err);
+	if (rc == HUTCH_ENOTFOUND) {
+		/* A session's first call: make its container, then retry. */
+		hutch_error_free(err ? *err : NULL);
+		if (err)
+			*err = NULL;
+		rc = hutch_session_ensure(s, NULL, err);
+		if (rc == 0)
+			rc = hutch__session_put_tar(s, buf, used,
+						    "upload the text to the container",
+						    err);
+	}
+out:
+	archive_write_free(a);
+	free(buf);
+	return rc;
+}
+
+/* --- running the agent ----------------------------------------------------- */
+
+static int code_of(const char *code)
+{
+	static const struct {
+		const char *name;
+		int code;
+	} map[] = {
+		{ "escape", HUTCH_EESCAPE },     { "notfound", HUTCH_ENOTFOUND },
+		{ "notdir", HUTCH_EINVALID },    { "isdir", HUTCH_EINVALID },
+		{ "binary", HUTCH_EINVALID },    { "notfile", HUTCH_EINVALID },
+		{ "nomatch", HUTCH_ENOMATCH },   { "ambiguous", HUTCH_EAMBIGUOUS },
+		{ "invalid", HUTCH_EINVALID },   { "usage", HUTCH_EINVALID },
+		{ "toobig", HUTCH_ETOOBIG },     { "io", HUTCH_EFAILED },
+	};
+
+	for (size_t i = 0; code && i < HUTCH_ARRAY_SIZE(map); i++)
+		if (strcmp(code, map[i].name) == 0)
+			return map[i].code;
+	return HUTCH_EFAILED;
+}
+
+static const char *str_field(json_object *obj, const char *key)
+{
+	json_object *v;
+
+	if (obj && json_object_object_get_ex(obj, key, &v) &&
+	    json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return NULL;
+}
+
+static uint64_t num_field(json_object *obj, const char *key)
+{
+	json_object *v;
+	int64_t n;
+
+	if (!obj || !json_object_object_get_ex(obj, key, &v) ||
+	    !json_object_is_type(v, json_type_int))
+		return 0;
+	n = json_object_get_int64(v);
+	return n < 0 ? 0 : (uint64_t)n;
+}
+
+/* The closest region of a failed edit, as the error's detail. */
+static void nomatch_detail(hutch_error *e, json_object *error)
+{
+	json_object *closest;
+	const char *text;
+	char *detail = NULL;
+
+	if (!json_object_object_get_ex(error, "closest", &closest))
+		return;
+	text = str_field(closest, "text");
+	if (!text)
+		return;
+	if (asprintf(&detail, "closest match, from line %" PRIu64 ":\n%s",
+		     num_field(closest, "line"), text) < 0)
+		return;
+	hutch__error_set_detail(e, detail);
+	free(detail);
+}
+
+/* " (lines 3, 9, 20)" for an ambiguous edit (the agent sends at most
+ * 100 of them; a line shows the first 20). */
+static void ambiguous_lines(char *out, size_t outsz, json_object *error)
+{
+	json_object *lines;
+	size_t n, used = 0;
+
+	out[0] = '\0';
+	if (!json_object_object_get_ex(error, "lines", &lines) ||
+	    !json_object_is_type(lines, json_type_array))
+		return;
+	n = json_object_array_length(lines);
+	for (size_t i = 0; i < n && i < 20 && used < outsz; i++)
+		used += (size_t)snprintf(out + used, outsz - used, "%s%" PRId64,
+					 i ? ", " : " (lines ",
+					 json_object_get_int64(json_object_array_get_idx(lines, i)));
+	if (used < outsz)
+		snprintf(out + used, outsz - used, "%s)", n > 20 ? ", ..." : "");
+}
+
+static int agent_error(json_object *doc, const char *tool, hutch_error **err)
+{
+	json_object *error = NULL;
+	const char *message, *code;
+	char where[256] = "";
+	int rc;
+
+	json_object_object_get_ex(doc, "error", &error);
+	code = str_field(error, "code");
+	message = str_field(error, "message");
+	if (code_of(code) == HUTCH_EAMBIGUOUS)
+		ambiguous_lines(where, sizeof(where), error);
+	rc = hutch__error_set(err, code_of(code), "%s: %s%s", tool,
+			      message ? message : "the agent failed without saying why",
+			      where);
+	if (rc == HUTCH_ENOMATCH && err)
+		nomatch_detail(*err, error);
+	return rc;
+}
+
+/* An agent from an older hutch, without the "fs" command. */
+static int agent_too_old(int code, const char *out, size_t len,
+			 const char *errdata, size_t errlen)
+{
+	return code == 126 || code == 127 ||
+	       (code == 2 && len == 0 && memmem(errdata, errlen, "unknown command", 15));
+}
+
+/* Replace the container's agent with this library's.  The engines unlink
+ * an existing file before extracting, so the copy running as the entry
+ * point keeps its old inode and nothing is interrupted. */
+static int upgrade_agent(hutch_session *s, hutch_error **err)
+{
+	const char *data;
+	size_t len;
+
+	if (hutch__agent_tar(&data, &len) < 0)
+		return hutch__error_oom(err);
+	return hutch__session_put_tar(s, data, len,
+				      "update the agent in the container", err);
+}
+
+static int run_agent(hutch_fs_result **out, hutch_session *s,
+		     const struct argv *a, const char *tool,
+		     const hutch_fs_options *opts, hutch_error **err)
+{
+	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *res = NULL;
+	hutch_fs_result *r = NULL;
+	json_object *doc = NULL, *v;
+	const char *data, *errdata;
+	size_t len, errlen;
+	uint64_t total, omitted;
+	int rc, code, upgraded = 0;
+
+	if (a->overflow)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"%s: too many arguments", tool);
+	eo.argv = a->v;
+	eo.argc = a->n;
+	eo.capture = 1;
+	eo.max_output = FS_MAX_ANSWER;
+	eo.timeout_ms = opts->timeout_ms ? opts->timeout_ms
+					 : HUTCH_FS_DEFAULT_TIMEOUT_MS;
+	eo.cancel = opts->cancel;
+again:
+	rc = hutch_exec_run(&res, s, &eo, err);
+	if (rc < 0)
+		return hutch__error_wrap(err, rc, "%s", tool);
+
+	switch (hutch_exec_result_status(res)) {
+	case HUTCH_EXEC_OK:
+		break;
+	case HUTCH_EXEC_TIMEOUT:
+		rc = hutch__error_set(err, HUTCH_ETIMEOUT,
+				      "%s: no answer within %" PRIu64 " ms", tool,
+				      eo.timeout_ms);
+		goto out;
+	case HUTCH_EXEC_CANCELLED:
+		rc = hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled", tool);
+		goto out;
+	case HUTCH_EXEC_SANDBOX_LOST:
+	default:
+		rc = hutch__error_set(err, HUTCH_EFAILED,
+				      "%s: the session's container died", tool);
+		goto out;
+	}
+
+	code = hutch_exec_result_exit_code(res);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, &total,
+				 &omitted);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &errdata, &errlen,
+				 NULL, NULL);
+	if (agent_too_old(code, data, len, errdata, errlen)) {
+		/* A session made by an older hutch: bring its agent up to date
+		 * and ask once more.  The texts staged for write and edit are
+		 * still there: the old agent did not know the command, so it
+		 * did not read (or delete) them. */
+		if (!upgraded) {
+			upgraded = 1;
+			hutch_exec_result_free(res);
+			res = NULL;
+			if ((rc = upgrade_agent(s, err)) < 0)
+				return hutch__error_wrap(err, rc, "%s", tool);
+			goto again;
+		}
+		rc = hutch__error_set(err, HUTCH_EFAILED,
+				      "%s: the agent in the session's container does not "
+				      "run file tools (exit %d): %.200s", tool, code, errdata);
+		goto out;
+	}
+	if (omitted == 0)
+		doc = hutch__json_parse(data, len);
+	if (!doc || !json_object_is_type(doc, json_type_object) ||
+	    (code != 0 && code != 1 && code != 2)) {
+		rc = hutch__error_set(err, HUTCH_EPROTO,
+				      "%s: the agent's answer is not understood "
+				      "(exit %d, %" PRIu64 " bytes): %.200s", tool,
+				      code, total, errlen ? errdata : data);
+		goto out;
+	}
+	if (code != 0 || json_object_object_get_ex(doc, "error", &v)) {
+		rc = agent_error(doc, tool, err);
+		goto out;
+	}
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	r->doc = doc;
+	doc = NULL;
+	r->json = json_object_to_json_string_ext(r->doc, JSON_C_TO_STRING_PLAIN |
+							 JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!r->json) {
+		hutch_fs_result_free(r);
+		rc = hutch__error_oom(err);
+		goto out;
+	}
+	if (json_object_object_get_ex(r->doc, "entries", &v) ||
+	    json_object_object_get_ex(r->doc, "matches", &v)) {
+		if (json_object_is_type(v, json_type_array))
+			r->entries = v;
+	}
+	*out = r;
+	rc = 0;
+out:
+	json_object_put(doc);
+	hutch_exec_result_free(res);
+	return rc;
+}
+
+static const hutch_fs_options *options(const hutch_fs_options *opts)
+{
+	return opts ? opts : &default_options;
+}
+
+static int check_options(const hutch_fs_options *opts, hutch_error **err)
+{
+	if (opts->version != HUTCH_FS_OPTIONS_VERSION)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"hutch_fs_options version %u is not %u",
+					opts->version, HUTCH_FS_OPTIONS_VERSION);
+	return 0;
+}
+
+/* --- the tools ------------------------------------------------------------- */
+
+int hutch_fs_read(hutch_fs_result **out, hutch_session *s, const char *path,
+		  const hutch_fs_options *opts, hutch_error **err)
+{
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (rc = check_arg("read: the path", path, err)) < 0)
+		return rc;
+	argv_init(&a, "read");
+	arg_num(&a, "--offset", opts->offset);
+	arg_num(&a, "--limit", opts->limit);
+	arg_num(&a, "--max-bytes", opts->max_bytes);
+	arg(&a, "--");
+	arg(&a, path);
+	return run_agent(out, s, &a, "read", opts, err);
+}
+
+static int check_text(const char *what, const char *data, size_t len,
+		      hutch_error **err)
+{
+	if (!data && len)
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing", what);
+	if (len > HUTCH_FS_MAX_TEXT)
+		return hutch__error_set(err, HUTCH_ETOOBIG,
+					"%s is too big (%zu bytes, at most %u)",
+					what, len, HUTCH_FS_MAX_TEXT);
+	return 0;
+}
+
+int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
+		   const char *data, size_t len, const hutch_fs_options *opts,
+		   hutch_error **err)
+{
+	struct staged st[1] = { { data ? data : "", len, "" } };
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (rc = check_arg("write: the path", path, err)) < 0 ||
+	    (rc = check_text("write: the content", data, len, err)) < 0)
+		return rc;
+	if ((rc = stage(s, st, 1, err)) < 0)
+		return hutch__error_wrap(err, rc, "write");
+	argv_init(&a, "write");
+	arg(&a, "--from");
+	arg(&a, st[0].path);
+	arg(&a, "--");
+	arg(&a, path);
+	return run_agent(out, s, &a, "write", opts, err);
+}
+
+int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
+		  const char *old_text, size_t old_len, const char *new_text,
+		  size_t new_len, const hutch_fs_options *opts,
+		  hutch_error **err)
+{
+	struct staged st[2] = {
+		{ old_text ? old_text : "", old_len, "" },
+		{ new_text ? new_text : "", new_len, "" },
+	};
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (rc = check_arg("edit: the path", path, err)) < 0 ||
+	    (rc = check_text("edit: the old text", old_text, old_len, err)) < 0 ||
+	    (rc = check_text("edit: the new text", new_text, new_len, err)) < 0)
+		return rc;
+	/* Refused here too, to save a round trip; the agent checks again. */
+	if (old_len == 0)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"edit: the old text is empty (use write to "
+					"create or replace a whole file)");
+	if (old_len == new_len && memcmp(old_text, new_text, old_len) == 0)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"edit: the old and new text are the same");
+	if ((rc = stage(s, st, 2, err)) < 0)
+		return hutch__error_wrap(err, rc, "edit");
+	argv_init(&a, "edit");
+	arg(&a, "--old-from");
+	arg(&a, st[0].path);
+	arg(&a, "--new-from");
+	arg(&a, st[1].path);
+	if (opts->all)
+		arg(&a, "--all");
+	arg(&a, "--");
+	arg(&a, path);
+	return run_agent(out, s, &a, "edit", opts, err);
+}
+
+int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
+		  const char *path, const hutch_fs_options *opts,
+		  hutch_error **err)
+{
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (rc = check_arg("grep: the pattern", pattern, err)) < 0 ||
+	    (path && (rc = check_arg("grep: the path", path, err)) < 0))
+		return rc;
+	if (opts->include_count > 16)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"grep: at most 16 include globs");
+	argv_init(&a, "grep");
+	for (size_t i = 0; i < opts->include_count; i++) {
+		if ((rc = check_arg("grep: an include glob", opts->include[i], err)) < 0)
+			return rc;
+		arg(&a, "--include");
+		arg(&a, opts->include[i]);
+	}
+	if (opts->ignore_case)
+		arg(&a, "-i");
+	arg_num(&a, "--max", opts->max);
+	arg(&a, "--");
+	arg(&a, pattern);
+	if (path)
+		arg(&a, path);
+	return run_agent(out, s, &a, "grep", opts, err);
+}
+
+int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
+		  const char *path, const hutch_fs_options *opts,
+		  hutch_error **err)
+{
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (rc = check_arg("find: the glob", glob, err)) < 0 ||
+	    (path && (rc = check_arg("find: the path", path, err)) < 0))
+		return rc;
+	if (opts->type && opts->type != 'f' && opts->type != 'd')
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"find: type '%c' is neither 'f' nor 'd'",
+					opts->type);
+	argv_init(&a, "find");
+	if (opts->type) {
+		arg(&a, "--type");
+		arg(&a, opts->type == 'f' ? "f" : "d");
+	}
+	arg_num(&a, "--max", opts->max);
+	arg(&a, "--");
+	arg(&a, glob);
+	if (path)
+		arg(&a, path);
+	return run_agent(out, s, &a, "find", opts, err);
+}
+
+int hutch_fs_ls(hutch_fs_result **out, hutch_session *s, const char *path,
+		const hutch_fs_options *opts, hutch_error **err)
+{
+	struct argv a;
+	int rc;
+
+	opts = options(opts);
+	if ((rc = check_options(opts, err)) < 0 ||
+	    (path && (rc = check_arg("ls: the path", path, err)) < 0))
+		return rc;
+	argv_init(&a, "ls");
+	arg_num(&a, "--max", opts->max);
+	if (path) {
+		arg(&a, "--");
+		arg(&a, path);
+	}
+	return run_agent(out, s, &a, "ls", opts, err);
+}
+
+/* --- results --------------------------------------------------------------- */
+
+const char *hutch_fs_result_json(const hutch_fs_result *r)
+{
+	return r ? r->json : NULL;
+}
+
+int hutch_fs_result_truncated(const hutch_fs_result *r)
+{
+	json_object *v;
+
+	return r && json_object_object_get_ex(r->doc, "truncated", &v) &&
+	       json_object_get_boolean(v);
+}
+
+const char *hutch_fs_result_path(const hutch_fs_result *r)
+{
+	return r ? str_field(r->doc, "path") : NULL;
+}
+
+const char *hutch_fs_result_content(const hutch_fs_result *r, size_t *len)
+{
+	json_object *v;
+
+	if (!r || !json_object_object_get_ex(r->doc, "content", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = (size_t)json_object_get_string_len(v);
+	return json_object_get_string(v);
+}
+
+void hutch_fs_result_lines(const hutch_fs_result *r, uint64_t *offset,
+			   uint64_t *lines, uint64_t *total_lines,
+			   uint64_t *next_offset)
+{
+	json_object *doc = r ? r->doc : NULL;
+
+	if (offset)
+		*offset = num_field(doc, "offset");
+	if (lines)
+		*lines = num_field(doc, "lines");
+	if (total_lines)
+		*total_lines = num_field(doc, "total_lines");
+	if (next_offset)
+		*next_offset = num_field(doc, "next_offset");
+}
+
+void hutch_fs_result_write(const hutch_fs_result *r, uint64_t *bytes,
+			   int *created)
+{
+	json_object *v;
+
+	if (bytes)
+		*bytes = num_field(r ? r->doc : NULL, "bytes");
+	if (created)
+		*created = r && json_object_object_get_ex(r->doc, "created", &v) &&
+			   json_object_get_boolean(v);
+}
+
+void hutch_fs_result_edit(const hutch_fs_result *r, uint64_t *replacements,
+			  const char **match)
+{
+	if (replacements)
+		*replacements = num_field(r ? r->doc : NULL, "replacements");
+	if (match)
+		*match = r ? str_field(r->doc, "match") : NULL;
+}
+
+size_t hutch_fs_result_count(const hutch_fs_result *r)
+{
+	return r && r->entries ? json_object_array_length(r->entries) : 0;
+}
+
+static hutch_fs_type type_of(const char *s)
+{
+	if (!s)
+		return HUTCH_FS_OTHER;
+	if (strcmp(s, "file") == 0)
+		return HUTCH_FS_FILE;
+	if (strcmp(s, "dir") == 0)
+		return HUTCH_FS_DIR;
+	if (strcmp(s, "symlink") == 0)
+		return HUTCH_FS_SYMLINK;
+	return HUTCH_FS_OTHER;
+}
+
+int hutch_fs_result_entry(hutch_fs_entry *entry, const hutch_fs_result *r,
+			  size_t i)
+{
+	json_object *e;
+
+	if (!entry || i >= hutch_fs_result_count(r))
+		return HUTCH_EINVALID;
+	e = json_object_array_get_idx(r->entries, i);
+	memset(entry, 0, sizeof(*entry));
+	entry->path = str_field(e, "path");
+	entry->name = str_field(e, "name");
+	entry->type = type_of(str_field(e, "type"));
+	entry->size = num_field(e, "size");
+	entry->target = str_field(e, "target");
+	entry->line = num_field(e, "line");
+	entry->text = str_field(e, "text");
+	return 0;
+}
+
+void hutch_fs_result_free(hutch_fs_result *r)
+{
+	if (!r)
+		return;
+	json_object_put(r->doc);
+	free(r);
+}

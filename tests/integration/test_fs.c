@@ -1,0 +1,475 @@
+/*
+ * test_fs.c - the file tools against a real engine, through the CLI
+ *
+ * Symlinks and files are made by the sandboxed side (hutch exec), as an
+ * agent's code would make them, and every escape is checked twice: the tool
+ * refuses with the "escape" code, and the thing outside is unchanged.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "harness.h"
+
+#define MAX_TOOL_ARGS 24
+
+/* Run `hutch ARG...` (NULL-terminated) and assert its exit status. */
+static it_result run_v(int want, const char *arg, va_list ap)
+{
+	const char *args[MAX_TOOL_ARGS + 1];
+	char what[256];
+	size_t n = 0, off = 0;
+	it_result r;
+
+	for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+		cr_assert_lt(n, MAX_TOOL_ARGS, "too many arguments");
+		args[n++] = a;
+		off += (size_t)snprintf(what + off, off < sizeof(what) ? sizeof(what) - off : 0,
+					"%s ", a);
+		if (off >= sizeof(what))
+			off = sizeof(what) - 1;
+	}
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	IT_ASSERT_EXIT(r, want, what);
+	return r;
+}
+
+static it_result run(int want, const char *arg, ...) __attribute__((sentinel));
+static it_result run(int want, const char *arg, ...)
+{
+	va_list ap;
+	it_result r;
+
+	va_start(ap, arg);
+	r = run_v(want, arg, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Run a tool with --json appended and return its parsed object. */
+static json_object *run_json(int want, const char *arg, ...) __attribute__((sentinel));
+static json_object *run_json(int want, const char *arg, ...)
+{
+	const char *args[MAX_TOOL_ARGS + 2];
+	size_t n = 0;
+	va_list ap;
+	it_result r;
+	json_object *doc;
+
+	va_start(ap, arg);
+	for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+		cr_assert_lt(n, MAX_TOOL_ARGS, "too many arguments");
+		args[n++] = a;
+	}
+	va_end(ap);
+	args[n++] = "--json";
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	IT_ASSERT_EXIT(r, want, args[0]);
+	doc = it_json(r.out, r.out_len);
+	it_result_free(&r);
+	return doc;
+}
+
+/* A shell command in the session, as the sandboxed code would run it. */
+static void sh(const char *s, const char *cmd)
+{
+	it_result r = run(0, "exec", s, "--", "sh", "-c", cmd, NULL);
+
+	it_result_free(&r);
+}
+
+/* The stdout of a shell command in the session (caller frees). */
+static char *sh_out(const char *s, const char *cmd)
+{
+	it_result r = run(0, "exec", s, "--", "sh", "-c", cmd, NULL);
+	char *out = r.out;
+
+	r.out = NULL;
+	it_result_free(&r);
+	return out;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v = it_json_get(o, key);
+
+	cr_assert(json_object_is_type(v, json_type_string), "%s is not a string", key);
+	return json_object_get_string(v);
+}
+
+static int64_t jint(json_object *o, const char *key)
+{
+	json_object *v = it_json_get(o, key);
+
+	cr_assert(json_object_is_type(v, json_type_int), "%s is not an integer", key);
+	return json_object_get_int64(v);
+}
+
+static int jbool(json_object *o, const char *key)
+{
+	json_object *v = it_json_get(o, key);
+
+	cr_assert(json_object_is_type(v, json_type_boolean), "%s is not a boolean", key);
+	return json_object_get_boolean(v);
+}
+
+/* The error code of a --json failure (exit 2). */
+static void expect_refused(const char *code, const char *arg, ...) __attribute__((sentinel));
+static void expect_refused(const char *code, const char *arg, ...)
+{
+	const char *args[MAX_TOOL_ARGS + 2];
+	size_t n = 0;
+	va_list ap;
+	it_result r;
+	json_object *doc, *error;
+
+	va_start(ap, arg);
+	for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+		cr_assert_lt(n, MAX_TOOL_ARGS, "too many arguments");
+		args[n++] = a;
+	}
+	va_end(ap);
+	args[n++] = "--json";
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	IT_ASSERT_EXIT(r, 2, args[0]);
+	doc = it_json(r.out, r.out_len);
+	error = it_json_get(doc, "error");
+	cr_assert_str_eq(jstr(error, "code"), code, "%s %s %s: %s", args[0], args[2],
+			 n > 3 ? args[3] : "", r.out);
+	cr_assert_gt(strlen(jstr(error, "message")), 0);
+	cr_assert_null(strchr(jstr(error, "message"), '\n'), "one line");
+	json_object_put(doc);
+	it_result_free(&r);
+}
+
+/* Lines of entries[].KEY joined with '\n' (caller frees). */
+static char *entries(json_object *doc, const char *list, const char *key)
+{
+	json_object *arr = it_json_get(doc, list);
+	size_t n = json_object_array_length(arr), len = 0;
+	char *out = calloc(1, 1);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *v = jstr(json_object_array_get_idx(arr, i), key);
+		char *grown = realloc(out, len + strlen(v) + 2);
+
+		cr_assert_not_null(grown);
+		out = grown;
+		len += (size_t)sprintf(out + len, "%s\n", v);
+	}
+	return out;
+}
+
+IT_TEST(fs, write_read_round_trip)
+{
+	const char *s = it_session();
+	json_object *doc;
+	char *out;
+
+	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content", "h\xc3\xa9llo\nw\xc3\xb6rld\n", NULL);
+	cr_assert_str_eq(jstr(doc, "path"), "dir/sub/a.txt");
+	cr_assert_eq(jint(doc, "bytes"), 14);
+	cr_assert_eq(jbool(doc, "created"), 1);
+	json_object_put(doc);
+
+	doc = run_json(0, "read", s, "/workspace/dir/sub/a.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "h\xc3\xa9llo\nw\xc3\xb6rld\n");
+	cr_assert_eq(jint(doc, "total_lines"), 2);
+	cr_assert_eq(jint(doc, "lines"), 2);
+	cr_assert_eq(jbool(doc, "truncated"), 0);
+	json_object_put(doc);
+
+	/* The mode of an existing file survives a rewrite; the write is a
+	 * new inode (atomic rename), not an in-place truncation. */
+	sh(s, "chmod 751 dir/sub/a.txt && stat -c %i dir/sub/a.txt > /tmp/inode");
+	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content", "new\n", NULL);
+	cr_assert_eq(jbool(doc, "created"), 0);
+	json_object_put(doc);
+	out = sh_out(s, "stat -c %a dir/sub/a.txt; cat dir/sub/a.txt; "
+			"[ \"$(stat -c %i dir/sub/a.txt)\" != \"$(cat /tmp/inode)\" ] && echo renamed; "
+			"ls -a dir/sub");
+	cr_assert_str_eq(out, "751\nnew\nrenamed\n.\n..\na.txt\n", "got %s", out);
+	free(out);
+
+	/* stdin when there is no --content; text output */
+	{
+		const char *args[] = { "write", s, "from-stdin.txt", NULL };
+		it_result r = it_hutch_v(NULL, args); /* stdin is /dev/null */
+
+		IT_ASSERT_EXIT(r, 0, "write from stdin");
+		cr_assert(strstr(r.out, "from-stdin.txt: 0 bytes written (new file)"), "%s", r.out);
+		it_result_free(&r);
+	}
+	out = sh_out(s, "wc -c < from-stdin.txt");
+	cr_assert_eq(atoi(out), 0);
+	free(out);
+}
+
+IT_TEST(fs, read_windows_binary_and_bad_utf8)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+
+	sh(s, "seq 1 5000 > big.txt; printf 'a\\nb\\nc' > nonl.txt; "
+	      "printf 'ab\\000cd\\n' > bin.dat; printf '\\377ok\\n' > latin.txt; mkdir d");
+
+	doc = run_json(0, "read", s, "big.txt", NULL);
+	cr_assert_eq(jint(doc, "lines"), 2000);
+	cr_assert_eq(jint(doc, "total_lines"), 5000);
+	cr_assert_eq(jbool(doc, "truncated"), 1);
+	cr_assert_eq(jint(doc, "next_offset"), 2001);
+	cr_assert(strncmp(jstr(doc, "content"), "1\n2\n3\n", 6) == 0);
+	json_object_put(doc);
+
+	doc = run_json(0, "read", s, "big.txt", "--offset", "4999", "--limit", "10", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "4999\n5000\n");
+	cr_assert_eq(jint(doc, "offset"), 4999);
+	cr_assert_eq(jbool(doc, "truncated"), 0);
+	json_object_put(doc);
+
+	/* text mode says where to go on */
+	r = run(0, "read", s, "big.txt", "--limit", "3", NULL);
+	cr_assert_str_eq(r.out, "1\n2\n3\n");
+	cr_assert(strstr(r.err, "--offset 4"), "%s", r.err);
+	it_result_free(&r);
+
+	doc = run_json(0, "read", s, "nonl.txt", NULL);
+	cr_assert_eq(jint(doc, "total_lines"), 3);
+	cr_assert_str_eq(jstr(doc, "content"), "a\nb\nc");
+	json_object_put(doc);
+
+	doc = run_json(0, "read", s, "latin.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "\xef\xbf\xbdok\n");
+	json_object_put(doc);
+
+	expect_refused("invalid", "read", s, "bin.dat", NULL);
+	expect_refused("invalid", "read", s, "d", NULL);
+	expect_refused("not_found", "read", s, "nope.txt", NULL);
+}
+
+IT_TEST(fs, edit_exact_ambiguous_whitespace_crlf)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+	char *out;
+
+	sh(s, "printf 'one\\ntwo\\none\\nthree   \\n  four\\n' > f.txt; "
+	      "printf 'x\\r\\ny\\r\\nz\\r\\n' > crlf.txt");
+
+	doc = run_json(0, "edit", s, "f.txt", "--old", "two", "--new", "TWO", NULL);
+	cr_assert_str_eq(jstr(doc, "match"), "exact");
+	cr_assert_eq(jint(doc, "replacements"), 1);
+	json_object_put(doc);
+
+	/* "one" is on lines 1 and 3: refused, and the lines are named */
+	r = run(2, "edit", s, "f.txt", "--old", "one", "--new", "ONE", NULL);
+	cr_assert(strstr(r.err, "1") && strstr(r.err, "3"), "%s", r.err);
+	it_result_free(&r);
+	expect_refused("ambiguous", "edit", s, "f.txt", "--old", "one", "--new", "ONE", NULL);
+
+	doc = run_json(0, "edit", s, "f.txt", "--old", "one", "--new", "1", "--all", NULL);
+	cr_assert_eq(jint(doc, "replacements"), 2);
+	json_object_put(doc);
+
+	/* trailing blanks in the file, none in the old text */
+	doc = run_json(0, "edit", s, "f.txt", "--old", "three\n  four", "--new", "3\n  4", NULL);
+	cr_assert_str_eq(jstr(doc, "match"), "whitespace");
+	json_object_put(doc);
+	out = sh_out(s, "cat f.txt");
+	cr_assert_str_eq(out, "1\nTWO\n1\n3\n  4\n", "got %s", out);
+	free(out);
+
+	/* a CRLF file stays CRLF, byte for byte */
+	doc = run_json(0, "edit", s, "crlf.txt", "--old", "x\ny", "--new", "X\nY", NULL);
+	json_object_put(doc);
+	doc = run_json(0, "read", s, "crlf.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "X\r\nY\r\nz\r\n");
+	json_object_put(doc);
+
+	/* no match: the closest region comes back, with line numbers */
+	r = run(2, "edit", s, "f.txt", "--old", "TWO\n1\nthree", "--new", "x", NULL);
+	cr_assert(strstr(r.err, "TWO"), "closest region missing: %s", r.err);
+	it_result_free(&r);
+	expect_refused("no_match", "edit", s, "f.txt", "--old", "absent text", "--new", "x", NULL);
+	out = sh_out(s, "cat f.txt");
+	cr_assert_str_eq(out, "1\nTWO\n1\n3\n  4\n", "a failed edit changed the file: %s", out);
+	free(out);
+}
+
+/* Symlinks made by the sandboxed code must not lead any tool outside. */
+IT_TEST(fs, symlink_escapes_refused)
+{
+	const char *s = it_session();
+	char *before, *after;
+	json_object *doc;
+	it_result r;
+
+	sh(s, "echo inside > real.txt && mkdir d && "
+	      "ln -s /etc etc && ln -s /etc/passwd pw && ln -s ../.. up && "
+	      "ln -s /etc d/sub && ln -s real.txt alias && "
+	      "ln -s /workspace/real.txt absalias && ln -s ../real.txt d/rel");
+	before = sh_out(s, "md5sum /etc/passwd; ls /etc");
+
+	expect_refused("escape", "read", s, "etc/passwd", NULL);
+	expect_refused("escape", "read", s, "pw", NULL);
+	expect_refused("escape", "read", s, "../etc/passwd", NULL);
+	expect_refused("escape", "read", s, "/etc/passwd", NULL);
+	expect_refused("escape", "read", s, "/workspace/../etc/passwd", NULL);
+	expect_refused("escape", "read", s, "up/etc/passwd", NULL);
+	expect_refused("escape", "read", s, "d/sub/passwd", NULL);
+	expect_refused("escape", "write", s, "etc/hutch-escape", "--content", "x", NULL);
+	expect_refused("escape", "write", s, "d/sub/new/deeper", "--content", "x", NULL);
+	expect_refused("escape", "write", s, "pw", "--content", "x", NULL);
+	expect_refused("escape", "write", s, "../escape", "--content", "x", NULL);
+	expect_refused("escape", "edit", s, "pw", "--old", "root", "--new", "toor", NULL);
+	expect_refused("escape", "ls", s, "etc", NULL);
+	expect_refused("escape", "ls", s, "d/sub", NULL);
+	expect_refused("escape", "grep", s, "root", "etc", NULL);
+	expect_refused("escape", "find", s, "*", "up", NULL);
+
+	after = sh_out(s, "md5sum /etc/passwd; ls /etc");
+	cr_assert_str_eq(before, after, "something outside changed");
+	free(before);
+	free(after);
+	r = run(1, "exec", s, "--", "test", "-e", "/etc/hutch-escape", NULL);
+	it_result_free(&r);
+	r = run(1, "exec", s, "--", "test", "-e", "/escape", NULL);
+	it_result_free(&r);
+
+	/* Symlinks that stay inside are followed. */
+	doc = run_json(0, "read", s, "alias", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "inside\n");
+	json_object_put(doc);
+	doc = run_json(0, "read", s, "absalias", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "inside\n");
+	json_object_put(doc);
+	doc = run_json(0, "read", s, "d/rel", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "inside\n");
+	json_object_put(doc);
+	doc = run_json(0, "write", s, "alias", "--content", "via link\n", NULL);
+	json_object_put(doc);
+	before = sh_out(s, "cat real.txt; test -L alias && echo still-a-link");
+	cr_assert_str_eq(before, "via link\nstill-a-link\n");
+	free(before);
+
+	/* Searches do not follow symlinks: /etc/passwd's "root" is not found
+	 * through etc/ or pw. */
+	r = run(1, "grep", s, "root", NULL);
+	cr_assert_eq(r.out_len, 0, "%s", r.out);
+	it_result_free(&r);
+	doc = run_json(0, "find", s, "passwd", NULL);
+	cr_assert_eq(json_object_array_length(it_json_get(doc, "entries")), 0);
+	json_object_put(doc);
+}
+
+IT_TEST(fs, grep_find_ls)
+{
+	const char *s = it_session();
+	json_object *doc;
+	char *lines;
+	it_result r;
+
+	sh(s, "mkdir -p src docs .git && printf 'int main(void)\\n{\\n}\\n' > src/a.c && "
+	      "printf '#define MAIN 1\\n' > src/b.h && printf 'main\\n' > .git/config && "
+	      "printf 'main\\000\\n' > bin.dat && printf 'intro\\nMain thing\\n' > docs/x.md && "
+	      "ln -s src/a.c link.c");
+
+	r = run(0, "grep", s, "main", NULL);
+	cr_assert_str_eq(r.out, "src/a.c:1:int main(void)\n");
+	it_result_free(&r);
+
+	doc = run_json(0, "grep", s, "main", "-i", NULL);
+	lines = entries(doc, "matches", "path");
+	cr_assert_str_eq(lines, "docs/x.md\nsrc/a.c\nsrc/b.h\n");
+	free(lines);
+	json_object_put(doc);
+
+	doc = run_json(0, "grep", s, "-i", "main", "--include", "*.md", NULL);
+	lines = entries(doc, "matches", "text");
+	cr_assert_str_eq(lines, "Main thing\n");
+	cr_assert_eq(jint(json_object_array_get_idx(it_json_get(doc, "matches"), 0), "line"), 2);
+	free(lines);
+	json_object_put(doc);
+
+	doc = run_json(0, "grep", s, "-i", "main", "--max", "1", NULL);
+	cr_assert_eq(json_object_array_length(it_json_get(doc, "matches")), 1);
+	cr_assert_eq(jbool(doc, "truncated"), 1);
+	json_object_put(doc);
+
+	doc = run_json(0, "grep", s, "^[{}]$", "src/a.c", NULL);
+	cr_assert_eq(json_object_array_length(it_json_get(doc, "matches")), 2);
+	json_object_put(doc);
+
+	r = run(1, "grep", s, "nothing-like-this", NULL);
+	it_result_free(&r);
+	expect_refused("invalid", "grep", s, "a(", NULL);
+
+	doc = run_json(0, "find", s, "*.c", NULL);
+	lines = entries(doc, "entries", "path");
+	cr_assert_str_eq(lines, "link.c\nsrc/a.c\n");
+	free(lines);
+	json_object_put(doc);
+
+	doc = run_json(0, "find", s, "*", "--type", "d", NULL);
+	lines = entries(doc, "entries", "path");
+	cr_assert_str_eq(lines, "docs\nsrc\n");
+	free(lines);
+	json_object_put(doc);
+
+	doc = run_json(0, "ls", s, NULL);
+	lines = entries(doc, "entries", "name");
+	cr_assert_str_eq(lines, ".git\nbin.dat\ndocs\nlink.c\nsrc\n");
+	free(lines);
+	lines = entries(doc, "entries", "type");
+	cr_assert_str_eq(lines, "dir\nfile\ndir\nsymlink\ndir\n");
+	free(lines);
+	cr_assert_str_eq(jstr(json_object_array_get_idx(it_json_get(doc, "entries"), 3),
+			      "target"), "src/a.c");
+	cr_assert_eq(jint(json_object_array_get_idx(it_json_get(doc, "entries"), 1),
+			  "size"), 6);
+	json_object_put(doc);
+
+	r = run(0, "ls", s, "src", NULL);
+	cr_assert(strstr(r.out, "a.c") && strstr(r.out, "b.h"), "%s", r.out);
+	it_result_free(&r);
+}
+
+/* Nothing in the image is needed: no shell, no libc, no /etc. */
+IT_TEST(fs, tools_on_an_empty_image)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+
+	r = run(0, "up", s, "--image", "hutch-bare:latest", NULL);
+	it_result_free(&r);
+	doc = run_json(0, "write", s, "src/m.txt", "--content", "alpha\nbeta\n", NULL);
+	json_object_put(doc);
+	doc = run_json(0, "edit", s, "src/m.txt", "--old", "beta", "--new", "gamma", NULL);
+	json_object_put(doc);
+	doc = run_json(0, "read", s, "src/m.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "alpha\ngamma\n");
+	json_object_put(doc);
+	r = run(0, "grep", s, "gam+a", NULL);
+	cr_assert_str_eq(r.out, "src/m.txt:2:gamma\n");
+	it_result_free(&r);
+	r = run(0, "find", s, "*.txt", NULL);
+	cr_assert_str_eq(r.out, "src/m.txt\n");
+	it_result_free(&r);
+	doc = run_json(0, "ls", s, "src", NULL);
+	cr_assert_eq(json_object_array_length(it_json_get(doc, "entries")), 1);
+	json_object_put(doc);
+	/* and the image really has no shell */
+	r = it_hutch("exec", s, "--", "sh", "-c", "true", NULL);
+	cr_assert_eq(r.status, 127, "sh ran in the empty image: %d", r.status);
+	it_result_free(&r);
+}

@@ -1,0 +1,726 @@
+/*
+ * Unit tests: the agent's file tools end to end on the host.
+ *
+ * Runs the built static agent ($HUTCH_BUILDDIR/src/agent/hutch-agent) as
+ * "hutch-agent fs --root TMPDIR TOOL ..." against real temp trees and
+ * checks the one JSON object it prints, the exit code and the files.
+ * write and edit take staged files; in a container they live under
+ * /.hutch/, here under the test's own directory (--stage-dir).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#define OUT_CAP (16 << 20)
+
+static char agent[PATH_MAX], base[256], root[PATH_MAX], outside[PATH_MAX],
+	stage_dir[PATH_MAX];
+static json_object *js;	/* the last answer */
+
+static void find_agent(void)
+{
+	const char *b = getenv("HUTCH_BUILDDIR");
+
+	snprintf(agent, sizeof(agent), "%s/src/agent/hutch-agent",
+		 b && *b ? b : ".");
+	cr_assert_eq(access(agent, X_OK), 0, "no agent at %s (set HUTCH_BUILDDIR)",
+		     agent);
+}
+
+static void put_file(const char *rel, const char *data, size_t n)
+{
+	char p[PATH_MAX * 2];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(write(fd, data, n), (ssize_t)n);
+	close(fd);
+}
+
+#define PUT(rel, s) put_file(rel, s, sizeof(s) - 1)
+
+static void mk(const char *rel)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	cr_assert_eq(mkdir(p, 0755), 0, "%s: %s", p, strerror(errno));
+}
+
+static void ln(const char *target, const char *rel)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	cr_assert_eq(symlink(target, p), 0);
+}
+
+/* Whole file into a static buffer; NULL when missing. */
+static const char *slurp(const char *dir, const char *rel, size_t *len)
+{
+	static char buf[1 << 20];
+	char p[PATH_MAX * 2];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	fd = open(p, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_assert_geq(n, 0);
+	buf[n] = '\0';
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+static void setup(void)
+{
+	find_agent();
+	snprintf(base, sizeof(base), "/tmp/hutch-fstools-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	snprintf(root, sizeof(root), "%s/ws", base);
+	snprintf(outside, sizeof(outside), "%s/outside", base);
+	snprintf(stage_dir, sizeof(stage_dir), "%s/stage", base);
+	cr_assert_eq(mkdir(root, 0755), 0);
+	cr_assert_eq(mkdir(outside, 0755), 0);
+	cr_assert_eq(mkdir(stage_dir, 0755), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[600];
+
+	json_object_put(js);
+	js = NULL;
+	if (base[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		if (system(cmd) != 0)
+			cr_log_warn("could not remove %s", base);
+	}
+}
+
+TestSuite(fstools, .init = setup, .fini = teardown, .timeout = 60);
+
+/*
+ * Run "agent fs --root ROOT ARGS..." and parse its stdout, which must be
+ * exactly one JSON object and a newline.  Returns the exit code.
+ */
+static int run(const char *arg, ...)
+{
+	const char *argv[64];
+	char *out = malloc(OUT_CAP);
+	size_t len = 0;
+	int p[2], status, argc = 0;
+	va_list ap;
+	ssize_t n;
+	pid_t pid;
+
+	cr_assert_not_null(out);
+	argv[argc++] = agent;
+	argv[argc++] = "fs";
+	argv[argc++] = "--root";
+	argv[argc++] = root;
+	argv[argc++] = "--stage-dir";
+	argv[argc++] = stage_dir;
+	va_start(ap, arg);
+	for (; arg && argc < 63; arg = va_arg(ap, const char *))
+		argv[argc++] = arg;
+	va_end(ap);
+	argv[argc] = NULL;
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execv(agent, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], out + len, OUT_CAP - 1 - len)) > 0)
+		len += (size_t)n;
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	out[len] = '\0';
+	cr_assert_gt(len, 1, "no output");
+	cr_assert_eq(out[len - 1], '\n', "no final newline: %s", out);
+	cr_assert_eq(strchr(out, '\n'), out + len - 1, "more than one line");
+	cr_assert_lt(len, 8u << 20, "answer over 8 MiB");
+	json_object_put(js);
+	js = json_tokener_parse(out);
+	cr_assert_not_null(js, "not JSON: %.300s", out);
+	cr_assert(json_object_is_type(js, json_type_object));
+	free(out);
+	return WEXITSTATUS(status);
+}
+
+/* Member by a dotted path: "error.code", "entries.0.path". */
+static json_object *get(const char *path)
+{
+	char buf[256], *tok, *save = NULL;
+	json_object *o = js;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && o;
+	     tok = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(tok));
+		else if (!json_object_object_get_ex(o, tok, &o))
+			o = NULL;
+	}
+	return o;
+}
+
+static const char *str(const char *path)
+{
+	json_object *o = get(path);
+
+	cr_assert_not_null(o, "no %s in %s", path,
+			   json_object_to_json_string(js));
+	return json_object_get_string(o);
+}
+
+static long long num(const char *path)
+{
+	json_object *o = get(path);
+
+	cr_assert_not_null(o, "no %s in %s", path,
+			   json_object_to_json_string(js));
+	cr_assert(json_object_is_type(o, json_type_int));
+	return json_object_get_int64(o);
+}
+
+static bool flag(const char *path)
+{
+	json_object *o = get(path);
+
+	cr_assert_not_null(o, "no %s", path);
+	cr_assert(json_object_is_type(o, json_type_boolean));
+	return json_object_get_boolean(o);
+}
+
+static size_t count(const char *path)
+{
+	json_object *o = get(path);
+
+	cr_assert_not_null(o, "no %s", path);
+	cr_assert(json_object_is_type(o, json_type_array));
+	return json_object_array_length(o);
+}
+
+#define EXPECT_ERROR(rc, want_rc, want_code)                                  \
+	do {                                                                  \
+		cr_expect_eq(rc, want_rc, "exit %d: %s", rc,                  \
+			     json_object_to_json_string(js));                 \
+		cr_expect_str_eq(str("error.code"), want_code);               \
+		cr_expect_not_null(get("error.message"));                     \
+	} while (0)
+
+/* Stage @data as STAGE_DIR/NAME, as the library does in /.hutch. */
+static const char *stage(const char *data)
+{
+	static char paths[4][PATH_MAX + 32];
+	static int next;
+	char *p = paths[next++ % 4];
+	int fd;
+
+	snprintf(p, sizeof(paths[0]), "%s/test-%d", stage_dir, next);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+	return p;
+}
+
+static bool gone(const char *p)
+{
+	return access(p, F_OK) != 0 && errno == ENOENT;
+}
+
+/* --- read --------------------------------------------------------------- */
+
+Test(fstools, read_counts_lines_without_final_newline)
+{
+	PUT("a.txt", "one\ntwo\nthree");
+	cr_assert_eq(run("read", "a.txt", NULL), 0);
+	cr_expect_str_eq(str("path"), "a.txt");
+	cr_expect_str_eq(str("content"), "one\ntwo\nthree");
+	cr_expect_eq(num("offset"), 1);
+	cr_expect_eq(num("lines"), 3);
+	cr_expect_eq(num("total_lines"), 3);
+	cr_expect_eq(num("size"), 13);
+	cr_expect_not(flag("truncated"));
+	cr_expect_null(get("next_offset"));
+}
+
+Test(fstools, read_offset_and_limit)
+{
+	PUT("n.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
+	cr_assert_eq(run("read", "n.txt", "--offset", "3", "--limit", "2", NULL),
+		     0);
+	cr_expect_str_eq(str("content"), "3\n4\n");
+	cr_expect_eq(num("offset"), 3);
+	cr_expect_eq(num("lines"), 2);
+	cr_expect_eq(num("total_lines"), 10);
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 5);
+	/* the tail, exactly */
+	cr_assert_eq(run("read", "n.txt", "--offset=9", NULL), 0);
+	cr_expect_str_eq(str("content"), "9\n10\n");
+	cr_expect_not(flag("truncated"));
+	/* past the end: empty, not an error */
+	cr_assert_eq(run("read", "n.txt", "--offset", "50", NULL), 0);
+	cr_expect_str_eq(str("content"), "");
+	cr_expect_eq(num("lines"), 0);
+	cr_expect_eq(num("total_lines"), 10);
+	cr_expect_not(flag("truncated"));
+	/* bad values */
+	EXPECT_ERROR(run("read", "n.txt", "--offset", "0", NULL), 1, "invalid");
+	EXPECT_ERROR(run("read", "n.txt", "--limit", "x", NULL), 1, "invalid");
+	EXPECT_ERROR(run("read", "n.txt", "--limit", NULL), 2, "usage");
+}
+
+Test(fstools, read_byte_cap_and_long_lines)
+{
+	char big[3000];
+
+	PUT("ten.txt", "123456789\n123456789\n123456789\n");
+	cr_assert_eq(run("read", "ten.txt", "--max-bytes", "25", NULL), 0);
+	cr_expect_str_eq(str("content"), "123456789\n123456789\n");
+	cr_expect_eq(num("lines"), 2);
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 3);
+	/* one line longer than the cap, cut at a UTF-8 boundary: "é" is
+	 * two bytes, and a cap of 5 falls inside the third one */
+	PUT("u.txt", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\nnext\n");
+	cr_assert_eq(run("read", "u.txt", "--max-bytes", "5", NULL), 0);
+	cr_expect_str_eq(str("content"), "\xc3\xa9\xc3\xa9");
+	cr_expect_eq(num("lines"), 1);
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 2);
+	/* a line over the default cap's chunk size spans several reads */
+	memset(big, 'x', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	put_file("big.txt", big, sizeof(big));
+	cr_assert_eq(run("read", "big.txt", "--max-bytes", "100", NULL), 0);
+	cr_expect_eq(strlen(str("content")), 100);
+	cr_expect_eq(num("total_lines"), 1);
+}
+
+Test(fstools, read_streams_large_files)
+{
+	size_t n = 300000, i;	/* 300k lines, 3 MB: past any buffer */
+	char *data = malloc(n * 10);
+
+	for (i = 0; i < n; i++)
+		memcpy(data + 10 * i, "abcdefghi\n", 10);
+	put_file("large.txt", data, n * 10);
+	free(data);
+	cr_assert_eq(run("read", "large.txt", NULL), 0);
+	cr_expect_eq(num("lines"), 2000);
+	cr_expect_eq(num("total_lines"), (long long)n);
+	cr_expect_eq(num("size"), (long long)n * 10);
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 2001);
+	cr_assert_eq(run("read", "large.txt", "--offset", "299999", NULL), 0);
+	cr_expect_eq(num("lines"), 2);
+	cr_expect_not(flag("truncated"));
+}
+
+Test(fstools, read_errors)
+{
+	char p[PATH_MAX * 2];
+
+	put_file("bin", "ab\0cd", 5);
+	mk("dir");
+	EXPECT_ERROR(run("read", "bin", NULL), 1, "binary");
+	cr_expect(strstr(str("error.message"), "(5 bytes)"));
+	EXPECT_ERROR(run("read", "dir", NULL), 1, "isdir");
+	EXPECT_ERROR(run("read", "nope", NULL), 1, "notfound");
+	cr_expect(strstr(str("error.message"), "'nope'"));
+	snprintf(p, sizeof(p), "%s/fifo", root);
+	cr_assert_eq(mkfifo(p, 0644), 0);
+	EXPECT_ERROR(run("read", "fifo", NULL), 1, "notfile");
+	ln("/etc/passwd", "pw");
+	EXPECT_ERROR(run("read", "pw", NULL), 1, "escape");
+	EXPECT_ERROR(run("read", "../outside/x", NULL), 1, "escape");
+	EXPECT_ERROR(run("read", "/etc/hostname", NULL), 1, "escape");
+	PUT("f", "x\n");
+	EXPECT_ERROR(run("read", "f/g", NULL), 1, "notdir");
+}
+
+Test(fstools, read_repairs_invalid_utf8)
+{
+	PUT("bad.txt", "a\xff" "b\n");
+	cr_assert_eq(run("read", "bad.txt", NULL), 0);
+	cr_expect_str_eq(str("content"), "a\xef\xbf\xbd" "b\n");
+	cr_expect_eq(num("size"), 4);
+}
+
+Test(fstools, absolute_path_under_root)
+{
+	char p[PATH_MAX * 2];
+
+	PUT("abs.txt", "hi\n");
+	snprintf(p, sizeof(p), "%s/abs.txt", root);
+	cr_assert_eq(run("read", p, NULL), 0);
+	cr_expect_str_eq(str("path"), "abs.txt");
+}
+
+/* --- write ---------------------------------------------------------------- */
+
+static bool no_temp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool clean = true;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".hutch-"))
+			clean = false;
+	closedir(d);
+	return clean;
+}
+
+Test(fstools, write_creates_parents_and_file)
+{
+	const char *st = stage("hello\n");
+	char p[PATH_MAX * 2];
+	struct stat sb;
+
+	cr_assert_eq(run("write", "a/b/c.txt", "--from", st, NULL), 0);
+	cr_expect(gone(st), "staged file left behind");
+	cr_expect_str_eq(str("path"), "a/b/c.txt");
+	cr_expect_eq(num("bytes"), 6);
+	cr_expect(flag("created"));
+	cr_expect_str_eq(str("mode"), "0644");
+	cr_expect_str_eq(slurp(root, "a/b/c.txt", NULL), "hello\n");
+	snprintf(p, sizeof(p), "%s/a/b/c.txt", root);
+	cr_assert_eq(stat(p, &sb), 0);
+	cr_expect_eq(sb.st_mode & 07777, 0644);
+	snprintf(p, sizeof(p), "%s/a/b", root);
+	cr_expect(no_temp_files(p));
+}
+
+Test(fstools, write_replaces_and_keeps_mode)
+{
+	char p[PATH_MAX * 2];
+	struct stat sb;
+	ino_t before;
+
+	PUT("x.sh", "old\n");
+	snprintf(p, sizeof(p), "%s/x.sh", root);
+	cr_assert_eq(chmod(p, 0750), 0);
+	cr_assert_eq(stat(p, &sb), 0);
+	before = sb.st_ino;
+	cr_assert_eq(run("write", "x.sh", "--from", stage("new!\n"), NULL), 0);
+	cr_expect_not(flag("created"));
+	cr_expect_str_eq(str("mode"), "0750");
+	cr_assert_eq(stat(p, &sb), 0);
+	cr_expect_eq(sb.st_mode & 07777, 0750);
+	/* atomic replace: a new inode, never the old one rewritten */
+	cr_expect_neq(sb.st_ino, before);
+	cr_expect_str_eq(slurp(root, "x.sh", NULL), "new!\n");
+	cr_expect(no_temp_files(root));
+}
+
+Test(fstools, write_never_goes_outside)
+{
+	const char *st = stage("evil\n");
+
+	ln(outside, "out");
+	ln("../outside/target", "dangling_out");
+	EXPECT_ERROR(run("write", "out/x", "--from", st, NULL), 1, "escape");
+	cr_expect(gone(st), "staged file left behind on failure");
+	EXPECT_ERROR(run("write", "out/new/dir/x", "--from", stage("e"), NULL),
+		     1, "escape");
+	EXPECT_ERROR(run("write", "dangling_out", "--from", stage("e"), NULL),
+		     1, "escape");
+	EXPECT_ERROR(run("write", "../outside/y", "--from", stage("e"), NULL),
+		     1, "escape");
+	EXPECT_ERROR(run("write", "/tmp/zzz-hutch", "--from", stage("e"), NULL),
+		     1, "escape");
+	cr_expect_null(slurp(outside, "x", NULL));
+	cr_expect_null(slurp(outside, "new", NULL));
+	cr_expect_null(slurp(outside, "target", NULL));
+	cr_expect_null(slurp(outside, "y", NULL));
+	cr_expect(no_temp_files(outside));
+	cr_expect(no_temp_files(root));
+}
+
+Test(fstools, write_through_inside_symlink_and_onto_dir)
+{
+	PUT("real.txt", "r\n");
+	ln("real.txt", "link");
+	cr_assert_eq(run("write", "link", "--from", stage("via link\n"), NULL),
+		     0);
+	cr_expect_str_eq(str("path"), "real.txt");
+	cr_expect_str_eq(slurp(root, "real.txt", NULL), "via link\n");
+	mk("d");
+	EXPECT_ERROR(run("write", "d", "--from", stage("x"), NULL), 1, "isdir");
+	EXPECT_ERROR(run("write", ".", "--from", stage("x"), NULL), 1, "isdir");
+}
+
+Test(fstools, staged_paths_are_checked)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), "%s/staged", base);
+	PUT("t", "t");
+	cr_assert_eq(close(open(p, O_WRONLY | O_CREAT, 0600)), 0);
+	EXPECT_ERROR(run("write", "t", "--from", p, NULL), 2, "usage");
+	cr_expect_eq(access(p, F_OK), 0, "a non-staged file was unlinked");
+	/* under the stage directory only textually: ".." is refused, and
+	 * the file it names is not unlinked */
+	snprintf(p, sizeof(p), "%s/../staged", stage_dir);
+	EXPECT_ERROR(run("write", "t", "--from", p, NULL), 2, "usage");
+	cr_expect_eq(access(p, F_OK), 0, "a file outside the stage dir was unlinked");
+	EXPECT_ERROR(run("write", "t", NULL), 2, "usage");
+}
+
+/* --- edit ----------------------------------------------------------------- */
+
+Test(fstools, edit_exact_and_errors)
+{
+	const char *o, *n;
+	char p[PATH_MAX * 2];
+	struct stat sb;
+
+	PUT("e.py", "def f():\n    return 1\n\ndef g():\n    return 1\n");
+	snprintf(p, sizeof(p), "%s/e.py", root);
+	cr_assert_eq(chmod(p, 0600), 0);
+	/* ambiguous */
+	o = stage("return 1");
+	n = stage("return 2");
+	EXPECT_ERROR(run("edit", "e.py", "--old-from", o, "--new-from", n,
+			 NULL),
+		     1, "ambiguous");
+	cr_expect(gone(o) && gone(n));
+	cr_expect_eq(num("error.count"), 2);
+	cr_expect_eq(count("error.lines"), 2);
+	cr_expect_eq(num("error.lines.0"), 2);
+	cr_expect_eq(num("error.lines.1"), 5);
+	/* unique with context */
+	cr_assert_eq(run("edit", "e.py", "--old-from",
+			 stage("def g():\n    return 1"), "--new-from",
+			 stage("def g():\n    return 3"), NULL),
+		     0);
+	cr_expect_str_eq(str("match"), "exact");
+	cr_expect_eq(num("replacements"), 1);
+	cr_expect_eq(num("lines.0"), 4);
+	cr_expect_str_eq(slurp(root, "e.py", NULL),
+			 "def f():\n    return 1\n\ndef g():\n    return 3\n");
+	cr_assert_eq(stat(p, &sb), 0);
+	cr_expect_eq(sb.st_mode & 07777, 0600);
+	/* --all */
+	cr_assert_eq(run("edit", "e.py", "--all", "--old-from", stage("    return"),
+			 "--new-from", stage("\treturn"), NULL),
+		     0);
+	cr_expect_eq(num("replacements"), 2);
+	cr_expect_str_eq(slurp(root, "e.py", NULL),
+			 "def f():\n\treturn 1\n\ndef g():\n\treturn 3\n");
+	/* no match: closest region with cat -n numbers */
+	EXPECT_ERROR(run("edit", "e.py", "--old-from",
+			 stage("def g():\n\treturn 4\n"), "--new-from",
+			 stage("x"), NULL),
+		     1, "nomatch");
+	cr_expect_eq(num("error.closest.line"), 4);
+	cr_expect_str_eq(str("error.closest.text"),
+			 "     4\tdef g():\n     5\t\treturn 3");
+	/* invalid */
+	EXPECT_ERROR(run("edit", "e.py", "--old-from", stage(""), "--new-from",
+			 stage("x"), NULL),
+		     1, "invalid");
+	EXPECT_ERROR(run("edit", "e.py", "--old-from", stage("def"),
+			 "--new-from", stage("def"), NULL),
+		     1, "invalid");
+}
+
+Test(fstools, edit_crlf_and_binary)
+{
+	size_t len;
+	const char *got;
+
+	PUT("w.txt", "a\r\nb  \r\nc\r\n");
+	cr_assert_eq(run("edit", "w.txt", "--old-from", stage("a\nb\n"),
+			 "--new-from", stage("A\nB\nB2\n"), NULL),
+		     0);
+	cr_expect_str_eq(str("match"), "whitespace");
+	got = slurp(root, "w.txt", &len);
+	cr_expect_str_eq(got, "A\r\nB\r\nB2\r\nc\r\n");
+	put_file("b.bin", "x\0y", 3);
+	EXPECT_ERROR(run("edit", "b.bin", "--old-from", stage("x"),
+			 "--new-from", stage("z"), NULL),
+		     1, "binary");
+	ln("/etc/hostname", "h");
+	EXPECT_ERROR(run("edit", "h", "--old-from", stage("x"), "--new-from",
+			 stage("z"), NULL),
+		     1, "escape");
+}
+
+/* --- grep ----------------------------------------------------------------- */
+
+static void grep_tree(void)
+{
+	mk("src");
+	mk("src/deep");
+	mk(".git");
+	PUT("src/a.c", "int main(void)\n{\n\treturn 0;\n}\n");
+	PUT("src/b.h", "/* MAIN header */\n");
+	PUT("src/deep/c.c", "x\nvoid main2(void);\n");
+	PUT(".git/config", "main = yes\n");
+	put_file("src/bin.o", "main\0\0\0", 7);
+	PUT("z.txt", "no match here\r\nmain at end\r\n");
+	ln("src/a.c", "alink");
+}
+
+Test(fstools, grep_walks_sorted_and_skips)
+{
+	grep_tree();
+	cr_assert_eq(run("grep", "main", NULL), 0);
+	cr_expect_not(flag("truncated"));
+	cr_assert_eq(count("matches"), 3, "%s", json_object_to_json_string(js));
+	cr_expect_str_eq(str("matches.0.path"), "src/a.c");
+	cr_expect_eq(num("matches.0.line"), 1);
+	cr_expect_str_eq(str("matches.0.text"), "int main(void)");
+	cr_expect_str_eq(str("matches.1.path"), "src/deep/c.c");
+	cr_expect_eq(num("matches.1.line"), 2);
+	cr_expect_str_eq(str("matches.2.path"), "z.txt");
+	cr_expect_str_eq(str("matches.2.text"), "main at end");
+	/* a.c, b.h, deep/c.c, z.txt: not .git, not the binary, not links */
+	cr_expect_eq(num("files_scanned"), 4);
+	/* CRLF lines still match "$" */
+	cr_assert_eq(run("grep", "end$", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+}
+
+Test(fstools, grep_options)
+{
+	grep_tree();
+	cr_assert_eq(run("grep", "-i", "MAIN", "src", NULL), 0);
+	cr_expect_eq(count("matches"), 3);
+	cr_expect_str_eq(str("matches.1.path"), "src/b.h");
+	cr_assert_eq(run("grep", "main", "--include", "*.c", NULL), 0);
+	cr_expect_eq(count("matches"), 2);
+	cr_assert_eq(run("grep", "main", "--include", "src/deep/*", "--include",
+			 "*.txt", NULL),
+		     0);
+	cr_expect_eq(count("matches"), 2);
+	cr_expect_str_eq(str("matches.0.path"), "src/deep/c.c");
+	cr_assert_eq(run("grep", "main", "--max", "1", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	cr_expect(flag("truncated"));
+	/* a file as PATH, through a symlink */
+	cr_assert_eq(run("grep", "return", "alink", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	cr_expect_str_eq(str("matches.0.path"), "src/a.c");
+	cr_expect_eq(num("matches.0.line"), 3);
+	/* no match is success */
+	cr_assert_eq(run("grep", "nothing-like-this", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+	/* a pattern that starts with '-' after "--" */
+	cr_assert_eq(run("grep", "--", "-x", NULL), 0);
+	EXPECT_ERROR(run("grep", "(unclosed", NULL), 1, "invalid");
+	EXPECT_ERROR(run("grep", "x", "--include", "[bad", NULL), 1, "invalid");
+	EXPECT_ERROR(run("grep", "x", "../outside", NULL), 1, "escape");
+}
+
+Test(fstools, grep_cuts_long_lines)
+{
+	static char line[200000];
+
+	memset(line, 'a', sizeof(line));
+	memcpy(line + 150000, "NEEDLE", 6);
+	line[sizeof(line) - 1] = '\n';
+	put_file("long.txt", line, sizeof(line));
+	cr_assert_eq(run("grep", "NEEDLE", NULL), 0);
+	cr_assert_eq(count("matches"), 1);
+	cr_expect_eq(num("matches.0.line"), 1);
+	/* 500 bytes and "..." as one character */
+	cr_expect_eq(strlen(str("matches.0.text")), 503);
+}
+
+/* --- find ----------------------------------------------------------------- */
+
+Test(fstools, find_globs_and_types)
+{
+	grep_tree();
+	cr_assert_eq(run("find", "*.c", NULL), 0);
+	cr_assert_eq(count("entries"), 2);
+	cr_expect_str_eq(str("entries.0.path"), "src/a.c");
+	cr_expect_str_eq(str("entries.0.type"), "file");
+	cr_expect_str_eq(str("entries.1.path"), "src/deep/c.c");
+	cr_assert_eq(run("find", "src/*.c", NULL), 0);
+	cr_expect_eq(count("entries"), 1);
+	cr_assert_eq(run("find", "*.c", "src/deep", NULL), 0);
+	cr_expect_eq(count("entries"), 1);
+	cr_expect_str_eq(str("entries.0.path"), "src/deep/c.c");
+	cr_assert_eq(run("find", "*", "--type", "d", NULL), 0);
+	cr_expect_eq(count("entries"), 2);	/* src, src/deep; not .git */
+	cr_expect_str_eq(str("entries.1.path"), "src/deep");
+	cr_assert_eq(run("find", "alink", NULL), 0);
+	cr_expect_str_eq(str("entries.0.type"), "symlink");
+	cr_assert_eq(run("find", "alink", "--type", "f", NULL), 0);
+	cr_expect_eq(count("entries"), 0);
+	cr_assert_eq(run("find", "**", "--max", "3", NULL), 0);
+	cr_expect_eq(count("entries"), 3);
+	cr_expect(flag("truncated"));
+	EXPECT_ERROR(run("find", "[x", NULL), 1, "invalid");
+	EXPECT_ERROR(run("find", "*", "--type", "l", NULL), 1, "invalid");
+}
+
+/* --- ls --------------------------------------------------------------------- */
+
+Test(fstools, ls_lists_one_directory)
+{
+	grep_tree();
+	cr_assert_eq(run("ls", NULL), 0);
+	cr_expect_str_eq(str("path"), ".");
+	cr_assert_eq(count("entries"), 4);
+	cr_expect_str_eq(str("entries.0.name"), ".git");
+	cr_expect_str_eq(str("entries.1.name"), "alink");
+	cr_expect_str_eq(str("entries.1.type"), "symlink");
+	cr_expect_str_eq(str("entries.1.target"), "src/a.c");
+	cr_expect_str_eq(str("entries.2.path"), "src");
+	cr_expect_str_eq(str("entries.2.type"), "dir");
+	cr_expect_str_eq(str("entries.3.name"), "z.txt");
+	cr_expect_eq(num("entries.3.size"), 28);
+	cr_assert_eq(run("ls", "src", "--max", "2", NULL), 0);
+	cr_expect_eq(count("entries"), 2);
+	cr_expect_str_eq(str("entries.0.path"), "src/a.c");
+	cr_expect(flag("truncated"));
+	cr_assert_eq(run("ls", "src/a.c", NULL), 0);
+	cr_assert_eq(count("entries"), 1);
+	cr_expect_str_eq(str("entries.0.name"), "a.c");
+	cr_expect_eq(num("entries.0.size"), 30);
+	EXPECT_ERROR(run("ls", "missing", NULL), 1, "notfound");
+	EXPECT_ERROR(run("ls", "..", NULL), 1, "escape");
+}
+
+Test(fstools, usage_errors)
+{
+	EXPECT_ERROR(run(NULL), 2, "usage");
+	EXPECT_ERROR(run("frob", NULL), 2, "usage");
+	EXPECT_ERROR(run("ls", "--bogus", NULL), 2, "usage");
+	EXPECT_ERROR(run("ls", "--limit", "3", NULL), 2, "usage");
+	EXPECT_ERROR(run("read", NULL), 2, "usage");
+	EXPECT_ERROR(run("ls", "a", "b", NULL), 2, "usage");
+}
