@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -343,6 +344,82 @@ static bool staged_ok(const char *dir, const char *p)
  * happens next: the library counts on them being gone after the call.
  * An fd of -1 stays for one that could not be opened.
  */
+/* Texts small enough travel in the exec's environment instead of a file
+ * (saving the engine's archive round trip): "env:NAME" names a variable
+ * HUTCH_FS_* holding the text in base64. */
+#define ENV_SOURCE	"env:"
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* A pipe holds this much without a reader; the library keeps environment
+ * texts below it (48 KiB decoded). */
+#define ENV_TEXT_PIPE_MAX	(60 * 1024)
+
+/* Decode the base64 text of variable @name into a memfd positioned at 0
+ * (or, where memfd_create is filtered, a pipe already holding it): the fd
+ * to read it from, or -1. */
+static int env_text_fd(const char *name)
+{
+	const char *v;
+	unsigned char out[3 * 1024];
+	size_t n = 0;
+	unsigned int acc = 0;
+	int bits = 0, fd, d, p[2] = { -1, -1 };
+
+	if (strncmp(name, "HUTCH_FS_", 9) != 0 || !(v = getenv(name)))
+		return -1;
+	fd = memfd_create("hutch-text", MFD_CLOEXEC);
+	if (fd < 0) {
+		if (strlen(v) / 4 * 3 > ENV_TEXT_PIPE_MAX ||
+		    pipe2(p, O_CLOEXEC) < 0)
+			return -1;
+		fd = p[1];
+	}
+	for (; *v && *v != '='; v++) {
+		if ((d = b64_value((unsigned char)*v)) < 0)
+			goto fail;
+		acc = (acc << 6) | (unsigned int)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+		if (n == sizeof(out)) {
+			if (write(fd, out, n) != (ssize_t)n)
+				goto fail;
+			n = 0;
+		}
+	}
+	if (n && write(fd, out, n) != (ssize_t)n)
+		goto fail;
+	if (p[0] >= 0) {
+		close(p[1]);	/* the reader sees the end of the text */
+		return p[0];
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	if (p[0] >= 0)
+		close(p[0]);
+	return -1;
+}
+
 static const char *take_staged(struct fs *fs)
 {
 	const char *paths[3] = { fs->o.from, fs->o.old_from, fs->o.new_from };
@@ -352,6 +429,12 @@ static const char *take_staged(struct fs *fs)
 	for (int i = 0; i < 3; i++) {
 		if (!paths[i])
 			continue;
+		if (strncmp(paths[i], ENV_SOURCE, sizeof(ENV_SOURCE) - 1) == 0) {
+			*fds[i] = env_text_fd(paths[i] + sizeof(ENV_SOURCE) - 1);
+			if (*fds[i] < 0)
+				bad = paths[i];
+			continue;
+		}
 		if (!staged_ok(fs->o.stage_dir ? fs->o.stage_dir
 					       : STAGE_DIR_DEFAULT, paths[i])) {
 			bad = paths[i];
@@ -1538,7 +1621,8 @@ int agent_fs(int argc, char **argv)
 		goto out;
 	}
 	if (bad) {
-		rc = fail(&fs, "usage", "staged file '%s' is not under %s/",
+		rc = fail(&fs, "usage", "text source '%s' is neither a staged file "
+			  "under %s/ nor env:HUTCH_FS_* in base64",
 			  bad, fs.o.stage_dir ? fs.o.stage_dir : STAGE_DIR_DEFAULT);
 		goto out;
 	}

@@ -31,7 +31,12 @@
 #define FS_MAX_ANSWER (9u * 1024u * 1024u)
 /* Patterns, globs and paths go on the agent's command line. */
 #define FS_MAX_ARG (64u * 1024u)
-/* Where write and edit texts are uploaded; the agent deletes them. */
+/* Texts up to this size travel base64-encoded in the exec's environment
+ * (64 KiB encoded: under the kernel's 128 KiB limit for one string and the
+ * 64 KiB a pipe holds, which the agent may use), saving the archive upload,
+ * which costs as much as the exec itself. */
+#define FS_ENV_TEXT_MAX (48u * 1024u)
+/* Where larger write and edit texts are uploaded; the agent deletes them. */
 #define FS_STAGE_DIR HUTCH_AGENT_DIR "/req"
 
 struct hutch_fs_result {
@@ -49,6 +54,9 @@ static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
 struct argv {
 	const char *v[FS_MAX_ARGV];
 	size_t n;
+	const char *env[2];      /* texts passed in the environment */
+	char *env_owned[2];
+	size_t nenv;
 	char nums[6][24];        /* storage for numeric arguments */
 	size_t nnums;
 	int overflow;
@@ -110,6 +118,41 @@ struct staged {
 	size_t len;
 	char path[64];           /* in the container */
 };
+
+static char *env_text(const char *name, const char *data, size_t len)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t nlen = strlen(name), i;
+	char *out = malloc(nlen + 1 + (len + 2) / 3 * 4 + 1), *p;
+
+	if (!out)
+		return NULL;
+	memcpy(out, name, nlen);
+	p = out + nlen;
+	*p++ = '=';
+	for (i = 0; i + 2 < len; i += 3) {
+		unsigned int v = (unsigned char)data[i] << 16 |
+				 (unsigned char)data[i + 1] << 8 |
+				 (unsigned char)data[i + 2];
+
+		*p++ = b64[v >> 18];
+		*p++ = b64[(v >> 12) & 63];
+		*p++ = b64[(v >> 6) & 63];
+		*p++ = b64[v & 63];
+	}
+	if (i < len) {
+		unsigned int v = (unsigned char)data[i] << 16 |
+				 (i + 1 < len ? (unsigned char)data[i + 1] << 8 : 0);
+
+		*p++ = b64[v >> 18];
+		*p++ = b64[(v >> 12) & 63];
+		*p++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		*p++ = '=';
+	}
+	*p = '\0';
+	return out;
+}
 
 /*
  * Upload the texts into the container's /.hutch/req/.  The texts are
@@ -175,6 +218,27 @@ out:
 	archive_write_free(a);
 	free(buf);
 	return rc;
+}
+
+/* Hand the texts to the agent: in the environment when they are all
+ * small, else uploaded; st[i].path becomes the agent's --from value. */
+static int pass_texts(hutch_session *s, struct staged *st, size_t n,
+		      struct argv *a, hutch_error **err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (st[i].len > FS_ENV_TEXT_MAX)
+			return stage(s, st, n, err);
+	for (size_t i = 0; i < n && i < HUTCH_ARRAY_SIZE(a->env); i++) {
+		char var[32];
+
+		snprintf(var, sizeof(var), "HUTCH_FS_TEXT%zu", i);
+		a->env_owned[i] = env_text(var, st[i].data, st[i].len);
+		if (!a->env_owned[i])
+			return hutch__error_oom(err);
+		a->env[a->nenv++] = a->env_owned[i];
+		snprintf(st[i].path, sizeof(st[i].path), "env:%s", var);
+	}
+	return 0;
 }
 
 /* --- running the agent ----------------------------------------------------- */
@@ -304,6 +368,27 @@ static int upgrade_agent(hutch_session *s, hutch_error **err)
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,
 		     const struct argv *a, const char *tool,
+		     const hutch_fs_options *opts, hutch_error **err);
+
+static void argv_release(struct argv *a)
+{
+	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(a->env_owned); i++)
+		free(a->env_owned[i]);
+}
+
+/* Run and release the environment texts. */
+static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
+			   struct argv *a, const char *tool,
+			   const hutch_fs_options *opts, hutch_error **err)
+{
+	int rc = run_agent(out, s, a, tool, opts, err);
+
+	argv_release(a);
+	return rc;
+}
+
+static int run_agent(hutch_fs_result **out, hutch_session *s,
+		     const struct argv *a, const char *tool,
 		     const hutch_fs_options *opts, hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
@@ -325,6 +410,8 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	eo.timeout_ms = opts->timeout_ms ? opts->timeout_ms
 					 : HUTCH_FS_DEFAULT_TIMEOUT_MS;
 	eo.cancel = opts->cancel;
+	eo.env = a->env;
+	eo.env_count = a->nenv;
 again:
 	rc = hutch_exec_run(&res, s, &eo, err);
 	if (rc < 0)
@@ -473,14 +560,16 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 	    (rc = check_arg("write: the path", path, err)) < 0 ||
 	    (rc = check_text("write: the content", data, len, err)) < 0)
 		return rc;
-	if ((rc = stage(s, st, 1, err)) < 0)
-		return hutch__error_wrap(err, rc, "write");
 	argv_init(&a, "write");
+	if ((rc = pass_texts(s, st, 1, &a, err)) < 0) {
+		argv_release(&a);
+		return hutch__error_wrap(err, rc, "write");
+	}
 	arg(&a, "--from");
 	arg(&a, st[0].path);
 	arg(&a, "--");
 	arg(&a, path);
-	return run_agent(out, s, &a, "write", opts, err);
+	return run_agent_texts(out, s, &a, "write", opts, err);
 }
 
 int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
@@ -509,9 +598,11 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 	if (old_len == new_len && memcmp(old_text, new_text, old_len) == 0)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"edit: the old and new text are the same");
-	if ((rc = stage(s, st, 2, err)) < 0)
-		return hutch__error_wrap(err, rc, "edit");
 	argv_init(&a, "edit");
+	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
+		argv_release(&a);
+		return hutch__error_wrap(err, rc, "edit");
+	}
 	arg(&a, "--old-from");
 	arg(&a, st[0].path);
 	arg(&a, "--new-from");
@@ -520,7 +611,7 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 		arg(&a, "--all");
 	arg(&a, "--");
 	arg(&a, path);
-	return run_agent(out, s, &a, "edit", opts, err);
+	return run_agent_texts(out, s, &a, "edit", opts, err);
 }
 
 int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,

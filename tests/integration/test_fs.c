@@ -210,6 +210,29 @@ IT_TEST(fs, write_read_round_trip)
 	out = sh_out(s, "wc -c < from-stdin.txt");
 	cr_assert_eq(atoi(out), 0);
 	free(out);
+
+	/* Texts past 48 KiB are uploaded through the archive API instead of
+	 * the environment; the upload is removed after use. */
+	{
+		size_t n = 100 * 1024; /* one argument is at most 128 KiB */
+		char *big = malloc(n + 1);
+
+		cr_assert_not_null(big);
+		for (size_t i = 0; i < n; i++)
+			big[i] = (char)('a' + i % 23);
+		big[n - 1] = '\n';
+		big[n] = '\0';
+		doc = run_json(0, "write", s, "big.txt", "--content", big, NULL);
+		cr_assert_eq(jint(doc, "bytes"), (int64_t)n);
+		json_object_put(doc);
+		doc = run_json(0, "edit", s, "big.txt", "--old", big, "--new", "small\n", NULL);
+		cr_assert_eq(jint(doc, "replacements"), 1);
+		json_object_put(doc);
+		free(big);
+	}
+	out = sh_out(s, "cat big.txt; ls -A /.hutch/req");
+	cr_assert_str_eq(out, "small\n", "got %.200s", out);
+	free(out);
 }
 
 IT_TEST(fs, read_windows_binary_and_bad_utf8)

@@ -442,6 +442,41 @@ Test(fstools, write_replaces_and_keeps_mode)
 	cr_expect(no_temp_files(root));
 }
 
+/* Small texts come in the environment, base64-encoded ("env:NAME"). */
+Test(fstools, texts_from_the_environment)
+{
+	/* "h\xc3\xa9\nx": one padding character */
+	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "aMOpCng=", 1), 0);
+	cr_assert_eq(run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0", NULL), 0);
+	cr_expect_eq(num("bytes"), 5);
+	{
+		char p[PATH_MAX * 2], buf[16];
+		FILE *f;
+		size_t n;
+
+		snprintf(p, sizeof(p), "%s/e.txt", root);
+		f = fopen(p, "rb");
+		cr_assert_not_null(f);
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		cr_expect_eq(n, 5);
+		cr_expect_eq(memcmp(buf, "h\xc3\xa9\nx", 5), 0);
+	}
+	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "aMOp", 1), 0);
+	cr_assert_eq(setenv("HUTCH_FS_TEXT1", "Ynll", 1), 0);
+	cr_assert_eq(run("edit", "e.txt", "--old-from", "env:HUTCH_FS_TEXT0",
+			 "--new-from", "env:HUTCH_FS_TEXT1", NULL), 0);
+	cr_expect_str_eq(slurp(root, "e.txt", NULL), "bye\nx");
+	/* only HUTCH_FS_* variables, and only valid base64 */
+	EXPECT_ERROR(run("write", "e.txt", "--from", "env:PATH", NULL), 2, "usage");
+	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "a!b", 1), 0);
+	EXPECT_ERROR(run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0", NULL), 2,
+		     "usage");
+	cr_expect_str_eq(slurp(root, "e.txt", NULL), "bye\nx");
+	unsetenv("HUTCH_FS_TEXT0");
+	unsetenv("HUTCH_FS_TEXT1");
+}
+
 Test(fstools, write_never_goes_outside)
 {
 	const char *st = stage("evil\n");
