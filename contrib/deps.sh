@@ -23,6 +23,12 @@ packages=(
 	# the offline image and the scripts
 	busybox-static curl ca-certificates tar
 )
+# The MCP end-to-end test (tests/mcp) runs the official MCP TypeScript SDK
+# client under Node.js 20+.  A node and npm already there are used as they
+# are: Debian's npm would fight a Node.js installed from elsewhere.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	packages+=(nodejs npm)
+fi
 
 missing=()
 status=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null || true)

@@ -3,12 +3,14 @@
 #
 #   contrib/test.sh [--no-distcheck]
 #
-#   1. install what is missing (contrib/deps.sh)
+#   1. install what is missing (contrib/deps.sh), and the MCP SDK client
+#      for the MCP tests (npm ci in tests/mcp)
 #   2. configure --enable-werror (only when not configured so) and build
 #   3. start a private Docker Engine and Podman service (contrib/engines.sh)
 #   4. import hutch-offline:latest into both (images/offline/build.sh)
-#   5. make check: unit tests, then the integration tests against both
-#      engines; HUTCH_MUST_RUN=1 makes a missing engine a failure
+#   5. make check: unit tests, then the integration and MCP end-to-end
+#      tests against both engines; HUTCH_MUST_RUN=1 makes a missing engine
+#      a failure
 #   6. make distcheck (skip with --no-distcheck): the release tarball builds
 #      and its unit tests pass; its integration tests skip, they just ran
 #
@@ -116,6 +118,17 @@ show_failures() {
 
 step "dependencies (contrib/deps.sh)"
 run deps contrib/deps.sh || finish
+
+step "MCP SDK client for the MCP tests (npm ci in tests/mcp)"
+# npm ci reinstalls from scratch: skip it while node_modules matches the
+# lock file.  Without the npm registry it fails here, and the MCP tests,
+# which must run, fail too.
+if [ tests/mcp/node_modules/.package-lock.json -nt tests/mcp/package-lock.json ]; then
+	echo "test: tests/mcp/node_modules is up to date"
+else
+	run npm-ci npm ci --prefix tests/mcp --no-audit --no-fund ||
+		echo "test: npm could not install tests/mcp's packages from the npm registry" >&2
+fi
 
 step "configure --enable-werror"
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then

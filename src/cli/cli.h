@@ -59,6 +59,8 @@ int cmd_up(cli_globals *g, int argc, char **argv);
 int cmd_sessions(cli_globals *g, int argc, char **argv);
 int cmd_rm(cli_globals *g, int argc, char **argv);
 int cmd_doctor(cli_globals *g, int argc, char **argv);
+/* cmd_mcp.c */
+int cmd_mcp(cli_globals *g, int argc, char **argv);
 /* cmd_fs.c */
 int cmd_read(cli_globals *g, int argc, char **argv);
 int cmd_write(cli_globals *g, int argc, char **argv);

@@ -1,0 +1,975 @@
+/*
+ * tools.c - the MCP tools: schemas, descriptions and the library calls
+ *
+ * Each tool is one libhutch call, the same one the CLI makes, so the MCP
+ * tools and `hutch exec/read/write/edit/grep/find/ls` behave alike and are
+ * confined alike (the in-container agent resolves every path).  What is
+ * added here is for the model: descriptions it can plan with, a compact
+ * text rendering of each result, and error texts that say how to recover.
+ * structuredContent is the CLI's --json object, unchanged.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp.h"
+
+/* Per stream: the head and the tail are kept, the middle is dropped.  A
+ * model's context is the scarce resource, not the pipe. */
+#define EXEC_MAX_OUTPUT (32u * 1024u)
+#define EXEC_DEFAULT_TIMEOUT_S 120
+#define EXEC_MAX_TIMEOUT_S 3600
+
+typedef json_object *(*tool_fn)(json_object *args, hutch_session *s,
+				 mcp_call_ctx *ctx);
+
+struct mcp_tool {
+	const char *name;
+	const char *title;
+	const char *description;
+	const char *input_schema;    /* JSON text */
+	const char *output_schema;   /* JSON text */
+	int read_only, destructive, idempotent;
+	tool_fn run;
+	json_object *input, *output; /* parsed by mcp_tools_init() */
+};
+
+/* --- schemas --------------------------------------------------------------- */
+
+#define PATH_PROP(what)                                                        \
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"       \
+	"\"" what " Relative to /workspace (e.g. \\\"src/main.c\\\") or "     \
+	"absolute under /workspace.\"}"
+
+static const char exec_in[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"command\":{\"description\":\"The command: a string is run by "
+	"'sh -c' (pipes, redirections, && and globs work); an array of strings "
+	"is run directly, without a shell, as argv (no quoting needed).\","
+	"\"anyOf\":[{\"type\":\"string\",\"minLength\":1},"
+	"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1}]},"
+	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,"
+	"\"description\":\"Seconds after which the command and every process it "
+	"started are killed. Default 120, at most 3600.\"},"
+	"\"workdir\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Directory to run in: relative to /workspace or absolute. Default "
+	"/workspace.\"}},"
+	"\"required\":[\"command\"],\"additionalProperties\":false}";
+
+static const char exec_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"session\":{\"type\":\"string\"},"
+	"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+	"\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":"
+	"\"null when the command was killed (timeout) or its container died\"},"
+	"\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"timeout\","
+	"\"sandbox_lost\",\"cancelled\"]},"
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+	"\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"
+	"\"stdout_truncated\":{\"type\":\"boolean\"},"
+	"\"stderr_truncated\":{\"type\":\"boolean\"},"
+	"\"stdout_omitted_bytes\":{\"type\":\"integer\"},"
+	"\"stderr_omitted_bytes\":{\"type\":\"integer\"},"
+	"\"retried\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"}},"
+	"\"required\":[\"session\",\"argv\",\"exit_code\",\"status\",\"stdout\","
+	"\"stderr\"]}";
+
+static const char read_in[] =
+	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to read.") ","
+	"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+	"\"First line to return, 1-based. Default 1.\"},"
+	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+	"\"Most lines to return. Default 2000.\"}},"
+	"\"required\":[\"path\"],\"additionalProperties\":false}";
+
+static const char read_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
+	"\"offset\":{\"type\":\"integer\"},\"lines\":{\"type\":\"integer\"},"
+	"\"total_lines\":{\"type\":\"integer\"},\"size\":{\"type\":\"integer\"},"
+	"\"truncated\":{\"type\":\"boolean\"},\"next_offset\":{\"type\":\"integer\"}},"
+	"\"required\":[\"path\",\"content\",\"truncated\"]}";
+
+static const char write_in[] =
+	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to write.") ","
+	"\"content\":{\"type\":\"string\",\"description\":\"The whole new content "
+	"of the file.\"}},"
+	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
+
+static const char write_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
+	"\"created\":{\"type\":\"boolean\"},\"mode\":{\"type\":\"string\"}},"
+	"\"required\":[\"path\",\"bytes\",\"created\"]}";
+
+static const char edit_in[] =
+	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to edit.") ","
+	"\"old_text\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"The text to replace, copied exactly from the file (without line "
+	"numbers), with enough surrounding lines to occur only once.\"},"
+	"\"new_text\":{\"type\":\"string\",\"description\":\"The replacement "
+	"text.\"},"
+	"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every "
+	"occurrence instead of requiring exactly one. Default false.\"}},"
+	"\"required\":[\"path\",\"old_text\",\"new_text\"],"
+	"\"additionalProperties\":false}";
+
+static const char edit_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\"},"
+	"\"match\":{\"type\":\"string\",\"enum\":[\"exact\",\"whitespace\","
+	"\"indentation\"]},"
+	"\"replacements\":{\"type\":\"integer\"},"
+	"\"lines\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}},"
+	"\"required\":[\"path\",\"match\",\"replacements\"]}";
+
+static const char grep_in[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"POSIX extended regular expression, as for 'grep -E'.\"},"
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"A file, or a directory searched recursively. Relative to /workspace "
+	"or absolute under it. Default: the whole workspace.\"},"
+	"\"include\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+	"\"minLength\":1},\"description\":\"Only search files whose path matches "
+	"one of these globs, e.g. [\\\"*.py\\\"] or [\\\"src/**/*.c\\\"].\"},"
+	"\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Match without "
+	"regard to case. Default false.\"},"
+	"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5000,"
+	"\"description\":\"Most matching lines to return. Default 200.\"}},"
+	"\"required\":[\"pattern\"],\"additionalProperties\":false}";
+
+static const char grep_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+	"\"properties\":{\"path\":{\"type\":\"string\"},"
+	"\"line\":{\"type\":\"integer\"},\"text\":{\"type\":\"string\"}},"
+	"\"required\":[\"path\",\"line\",\"text\"]}},"
+	"\"truncated\":{\"type\":\"boolean\"},"
+	"\"files_scanned\":{\"type\":\"integer\"}},"
+	"\"required\":[\"matches\",\"truncated\"]}";
+
+static const char find_in[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Glob. Without '/' it matches names at any depth (\\\"*.c\\\"); with "
+	"'/' it matches paths relative to 'path' (\\\"src/**/test_*.py\\\"). "
+	"'*' and '?' stay within one path component, '**' spans several.\"},"
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Directory to search. Relative to /workspace or absolute under it. "
+	"Default: the whole workspace.\"},"
+	"\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"directory\"],"
+	"\"description\":\"Only files or only directories. Default: both (and "
+	"symlinks).\"},"
+	"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,"
+	"\"description\":\"Most paths to return. Default 1000.\"}},"
+	"\"required\":[\"pattern\"],\"additionalProperties\":false}";
+
+#define ENTRY_TYPES "\"enum\":[\"file\",\"dir\",\"symlink\",\"other\"]"
+
+static const char find_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+	"\"properties\":{\"path\":{\"type\":\"string\"},"
+	"\"type\":{\"type\":\"string\"," ENTRY_TYPES "}},"
+	"\"required\":[\"path\",\"type\"]}},"
+	"\"truncated\":{\"type\":\"boolean\"}},"
+	"\"required\":[\"entries\",\"truncated\"]}";
+
+static const char ls_in[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Directory to list. Relative to /workspace or absolute under it. "
+	"Default: /workspace itself.\"}},"
+	"\"additionalProperties\":false}";
+
+static const char ls_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\"},"
+	"\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+	"\"properties\":{\"path\":{\"type\":\"string\"},"
+	"\"name\":{\"type\":\"string\"},"
+	"\"type\":{\"type\":\"string\"," ENTRY_TYPES "},"
+	"\"size\":{\"type\":\"integer\"},\"target\":{\"type\":\"string\"}},"
+	"\"required\":[\"path\",\"name\",\"type\"]}},"
+	"\"truncated\":{\"type\":\"boolean\"}},"
+	"\"required\":[\"path\",\"entries\",\"truncated\"]}";
+
+/* --- small helpers --------------------------------------------------------- */
+
+/* A text result under construction: open_memstream keeps it simple, and
+ * every piece that goes in is already bounded by the library's caps. */
+typedef struct {
+	char *buf;
+	size_t len;
+	FILE *f;
+} text;
+
+static int text_open(text *t)
+{
+	t->buf = NULL;
+	t->len = 0;
+	t->f = open_memstream(&t->buf, &t->len);
+	return t->f ? 0 : -1;
+}
+
+/* Close and hand the string over (NULL out of memory). */
+static char *text_close(text *t)
+{
+	if (!t->f)
+		return NULL;
+	if (fclose(t->f) != 0) {
+		free(t->buf);
+		t->buf = NULL;
+	}
+	t->f = NULL;
+	return t->buf;
+}
+
+static json_object *content_text(const char *s)
+{
+	json_object *arr = json_object_new_array(), *c = json_object_new_object();
+
+	if (!arr || !c) {
+		json_object_put(arr);
+		json_object_put(c);
+		return NULL;
+	}
+	json_object_object_add(c, "type", json_object_new_string("text"));
+	json_object_object_add(c, "text", json_object_new_string(s ? s : ""));
+	json_object_array_add(arr, c);
+	return arr;
+}
+
+/* {"content":[{"type":"text","text":TEXT}], "structuredContent":..., ...}.
+ * Takes over `text_s` (freed) and `structured`. */
+static json_object *make_result(char *text_s, json_object *structured,
+				int is_error, const mcp_call_ctx *ctx)
+{
+	json_object *r = json_object_new_object(), *c;
+
+	c = content_text(text_s ? text_s : "out of memory");
+	free(text_s);
+	if (!r || !c) {
+		json_object_put(r);
+		json_object_put(c);
+		json_object_put(structured);
+		return NULL;
+	}
+	json_object_object_add(r, "content", c);
+	if (structured && ctx && ctx->structured)
+		json_object_object_add(r, "structuredContent", structured);
+	else
+		json_object_put(structured);
+	if (is_error)
+		json_object_object_add(r, "isError", json_object_new_boolean(1));
+	return r;
+}
+
+json_object *mcp_tool_error_result(const char *msg)
+{
+	return make_result(strdup(msg), NULL, 1, NULL);
+}
+
+static json_object *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *errorf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return make_result(s, NULL, 1, NULL);
+}
+
+static json_object *parse_json(const char *s)
+{
+	return s ? json_tokener_parse(s) : NULL;
+}
+
+/* Optional string argument; NULL when absent. */
+static const char *arg_str(json_object *args, const char *key, size_t *len)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	if (len)
+		*len = (size_t)json_object_get_string_len(v);
+	return json_object_get_string(v);
+}
+
+/* A string that goes on as a C string must hold no NUL. */
+static int has_nul(json_object *args, const char *key)
+{
+	size_t len;
+	const char *s = arg_str(args, key, &len);
+
+	return s && strlen(s) != len;
+}
+
+static int64_t arg_int(json_object *args, const char *key, int64_t dflt)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v))
+		return dflt;
+	return json_object_get_int64(v);
+}
+
+static int arg_bool(json_object *args, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(args, key, &v) && json_object_get_boolean(v);
+}
+
+/* --- errors a model can act on ---------------------------------------------- */
+
+/* The library's message (it names the tool and quotes the path), then
+ * what to do about it. */
+static json_object *tool_error(hutch_error *err, const char *path)
+{
+	const char *msg = hutch_error_message(err), *detail = hutch_error_detail(err);
+	const char *file = path ? path : "the file";
+	json_object *r;
+
+	switch (hutch_error_code(err)) {
+	case HUTCH_EESCAPE:
+		r = errorf("%s\nPaths must stay inside /workspace: give a path relative "
+			   "to /workspace (e.g. \"src/main.c\") or an absolute one under "
+			   "/workspace. '..' and symlinks that lead outside are refused. "
+			   "To look at files elsewhere in the container, use exec (e.g. "
+			   "cat).",
+			   msg);
+		break;
+	case HUTCH_ENOTFOUND:
+		r = errorf("%s\nCheck the path with list_dir or find; paths are "
+			   "relative to /workspace.",
+			   msg);
+		break;
+	case HUTCH_ENOMATCH:
+		if (detail)
+			r = errorf("%s\nThe closest text in %s is (the line numbers on the "
+				   "left are not part of the file):\n%s\nCopy old_text "
+				   "exactly from the file, whitespace included, or read_file "
+				   "that region first, and try again.",
+				   msg, file, detail);
+		else
+			r = errorf("%s\nNothing in %s resembles old_text. read_file it to "
+				   "see its current content, then try again.",
+				   msg, file);
+		break;
+	case HUTCH_EAMBIGUOUS:
+		r = errorf("%s\nAdd surrounding lines to old_text so that it occurs "
+			   "exactly once, or set replace_all to true to change every "
+			   "occurrence.",
+			   msg);
+		break;
+	case HUTCH_ETOOBIG:
+		r = errorf("%s\nWork on a smaller piece: read_file with offset and "
+			   "limit, or exec with tools such as head, sed or split.",
+			   msg);
+		break;
+	case HUTCH_ETIMEOUT:
+		r = errorf("%s\nThe call took too long; narrow it (a smaller path, a "
+			   "more specific pattern or include globs) and try again.",
+			   msg);
+		break;
+	case HUTCH_EUNREACHABLE:
+		r = errorf("%s\nThe container engine that hutch uses is not reachable, "
+			   "so the sandbox cannot be used until it is back; tell the user.",
+			   msg);
+		break;
+	case HUTCH_EINVALID:
+		r = errorf("%s\nFix the argument and try again.", msg);
+		break;
+	default:
+		r = errorf("%s", msg);
+		break;
+	}
+	hutch_error_free(err);
+	return r;
+}
+
+/* --- exec ------------------------------------------------------------------ */
+
+static int exec_on_output(hutch_stream stream, const char *data, size_t len,
+			  void *payload)
+{
+	mcp_call_ctx *ctx = payload;
+
+	(void)stream;
+	if (ctx->output)
+		ctx->output(ctx->payload, data, len);
+	return 0;
+}
+
+/* A stream of the exec JSON under a heading, when it has anything. */
+static void put_stream(FILE *f, json_object *doc, const char *name)
+{
+	json_object *v;
+	const char *s;
+	size_t n;
+
+	if (!json_object_object_get_ex(doc, name, &v))
+		return;
+	s = json_object_get_string(v);
+	n = (size_t)json_object_get_string_len(v);
+	if (n == 0)
+		return;
+	fprintf(f, "--- %s ---\n", name);
+	fwrite(s, 1, n, f);
+	if (s[n - 1] != '\n')
+		fputc('\n', f);
+}
+
+static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *res = NULL;
+	hutch_error *err = NULL;
+	json_object *cmd = NULL, *doc = NULL, *r = NULL;
+	const char **argv = NULL;
+	const char *workdir = arg_str(args, "workdir", NULL);
+	char *wd = NULL, *json = NULL;
+	size_t argc = 0;
+	double timeout = EXEC_DEFAULT_TIMEOUT_S;
+	json_object *tv;
+	text t;
+
+	json_object_object_get_ex(args, "command", &cmd);
+	if (json_object_is_type(cmd, json_type_string)) {
+		if (has_nul(args, "command"))
+			return errorf("exec: 'command' contains a NUL character");
+		argv = calloc(3, sizeof(*argv));
+		if (!argv)
+			return NULL;
+		argv[0] = "sh";
+		argv[1] = "-c";
+		argv[2] = json_object_get_string(cmd);
+		argc = 3;
+	} else {
+		argc = json_object_array_length(cmd);
+		argv = calloc(argc + 1, sizeof(*argv));
+		if (!argv)
+			return NULL;
+		for (size_t i = 0; i < argc; i++) {
+			json_object *a = json_object_array_get_idx(cmd, i);
+
+			argv[i] = json_object_get_string(a);
+			if (strlen(argv[i]) != (size_t)json_object_get_string_len(a)) {
+				r = errorf("exec: 'command[%zu]' contains a NUL character", i);
+				goto out;
+			}
+		}
+	}
+	if (json_object_object_get_ex(args, "timeout", &tv))
+		timeout = json_object_get_double(tv);
+	if (workdir) {
+		if (has_nul(args, "workdir")) {
+			r = errorf("exec: 'workdir' contains a NUL character");
+			goto out;
+		}
+		/* As `hutch exec --workdir`: relative means under /workspace. */
+		if (workdir[0] == '/')
+			wd = strdup(workdir);
+		else if (asprintf(&wd, "/workspace/%s", workdir) < 0)
+			wd = NULL;
+		if (!wd)
+			goto out;
+	}
+	o.argv = argv;
+	o.argc = argc;
+	o.workdir = wd;
+	o.timeout_ms = (uint64_t)(timeout * 1000.0);
+	if (o.timeout_ms == 0)
+		o.timeout_ms = 1; /* 0 would mean none */
+	o.capture = 1;
+	o.max_output = EXEC_MAX_OUTPUT;
+	o.on_output = exec_on_output;
+	o.payload = ctx;
+	o.cancel = ctx->cancel;
+
+	if (hutch_exec_run(&res, s, &o, &err) < 0) {
+		r = tool_error(err, NULL);
+		goto out;
+	}
+	if (hutch_exec_result_to_json(&json, res, ctx->session, argv, argc, &err) < 0) {
+		r = tool_error(err, NULL);
+		goto out;
+	}
+	doc = parse_json(json);
+	if (!doc || text_open(&t) < 0)
+		goto out;
+
+	switch (hutch_exec_result_status(res)) {
+	case HUTCH_EXEC_OK:
+		fprintf(t.f, "exit code %d\n", hutch_exec_result_exit_code(res));
+		break;
+	case HUTCH_EXEC_TIMEOUT:
+		fprintf(t.f, "timed out after %g s: the command and every process it "
+			     "started were killed. For long jobs, pass a larger timeout "
+			     "(at most %d s) or start the job in the background (e.g. "
+			     "'make >build.log 2>&1 &'; it keeps running after the call) "
+			     "and look at its log with later calls.\n",
+			timeout, EXEC_MAX_TIMEOUT_S);
+		break;
+	case HUTCH_EXEC_SANDBOX_LOST:
+		fprintf(t.f, "the sandbox's container died while the command ran (out of "
+			     "memory, or stopped from outside); the command was not run "
+			     "again. The next call gets a new container; files in "
+			     "/workspace are kept, running processes are not.\n");
+		break;
+	case HUTCH_EXEC_CANCELLED:
+		fprintf(t.f, "cancelled: the command and every process it started were "
+			     "killed.\n");
+		break;
+	}
+	put_stream(t.f, doc, "stdout");
+	put_stream(t.f, doc, "stderr");
+	if (hutch_exec_result_status(res) == HUTCH_EXEC_OK) {
+		const char *so, *se;
+		size_t sl, el;
+		uint64_t tot, om;
+
+		hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &so, &sl, &tot, &om);
+		hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &se, &el, &tot, &om);
+		if (sl == 0 && el == 0)
+			fprintf(t.f, "(no output)\n");
+	}
+	r = make_result(text_close(&t), doc, hutch_exec_result_status(res) != HUTCH_EXEC_OK,
+			ctx);
+	doc = NULL;
+out:
+	json_object_put(doc);
+	free(json);
+	free(wd);
+	free(argv);
+	hutch_exec_result_free(res);
+	return r;
+}
+
+/* --- file tools ------------------------------------------------------------ */
+
+static const char *type_word(hutch_fs_type t)
+{
+	switch (t) {
+	case HUTCH_FS_FILE: return "file";
+	case HUTCH_FS_DIR: return "dir";
+	case HUTCH_FS_SYMLINK: return "symlink";
+	default: return "other";
+	}
+}
+
+/* The shared tail of every file tool: the result as text and as the CLI's
+ * --json object. */
+static json_object *fs_result(hutch_fs_result *res, char *text_s, mcp_call_ctx *ctx)
+{
+	json_object *doc = parse_json(hutch_fs_result_json(res));
+
+	hutch_fs_result_free(res);
+	if (!doc) {
+		free(text_s);
+		return NULL;
+	}
+	return make_result(text_s, doc, 0, ctx);
+}
+
+static int fs_options(hutch_fs_options *o, mcp_call_ctx *ctx)
+{
+	o->cancel = ctx->cancel;
+	return 0;
+}
+
+#define NUL_CHECK(tool, key)                                                   \
+	do {                                                                   \
+		if (has_nul(args, key))                                        \
+			return errorf(tool ": '" key "' contains a NUL character"); \
+	} while (0)
+
+static json_object *run_read(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *path = arg_str(args, "path", NULL), *content;
+	uint64_t off, lines, total, next;
+	size_t len;
+	text t;
+
+	NUL_CHECK("read_file", "path");
+	fs_options(&o, ctx);
+	o.offset = (uint64_t)arg_int(args, "offset", 0);
+	o.limit = (uint64_t)arg_int(args, "limit", 0);
+	if (hutch_fs_read(&res, s, path, &o, &err) < 0)
+		return tool_error(err, path);
+	if (text_open(&t) < 0) {
+		hutch_fs_result_free(res);
+		return NULL;
+	}
+	content = hutch_fs_result_content(res, &len);
+	hutch_fs_result_lines(res, &off, &lines, &total, &next);
+	if (content && len)
+		fwrite(content, 1, len, t.f);
+	if (total == 0)
+		fprintf(t.f, "(%s is empty)\n", hutch_fs_result_path(res));
+	else if (lines == 0)
+		fprintf(t.f, "(no lines at offset %" PRIu64 ": %s has %" PRIu64 " lines)\n",
+			off, hutch_fs_result_path(res), total);
+	else if (hutch_fs_result_truncated(res) && next)
+		fprintf(t.f, "%s[%s: lines %" PRIu64 "-%" PRIu64 " of %" PRIu64
+			     " shown; call read_file with offset %" PRIu64 " to read on]\n",
+			len && content[len - 1] != '\n' ? "\n" : "",
+			hutch_fs_result_path(res), off, off + lines - 1, total, next);
+	return fs_result(res, text_close(&t), ctx);
+}
+
+static json_object *run_write(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *path = arg_str(args, "path", NULL), *content;
+	size_t clen = 0;
+	uint64_t bytes;
+	int created;
+	char *msg = NULL;
+
+	NUL_CHECK("write_file", "path");
+	content = arg_str(args, "content", &clen);
+	fs_options(&o, ctx);
+	if (hutch_fs_write(&res, s, path, content, clen, &o, &err) < 0)
+		return tool_error(err, path);
+	hutch_fs_result_write(res, &bytes, &created);
+	if (asprintf(&msg, "wrote %" PRIu64 " bytes to %s%s", bytes,
+		     hutch_fs_result_path(res), created ? " (new file)" : "") < 0)
+		msg = NULL;
+	return fs_result(res, msg, ctx);
+}
+
+static json_object *run_edit(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *path = arg_str(args, "path", NULL), *old_t, *new_t, *match;
+	size_t olen = 0, nlen = 0;
+	uint64_t n;
+	char *msg = NULL;
+
+	NUL_CHECK("edit_file", "path");
+	old_t = arg_str(args, "old_text", &olen);
+	new_t = arg_str(args, "new_text", &nlen);
+	fs_options(&o, ctx);
+	o.all = arg_bool(args, "replace_all");
+	if (hutch_fs_edit(&res, s, path, old_t, olen, new_t, nlen, &o, &err) < 0)
+		return tool_error(err, path);
+	hutch_fs_result_edit(res, &n, &match);
+	if (asprintf(&msg, "%s: %" PRIu64 " replacement%s (%s match)%s",
+		     hutch_fs_result_path(res), n, n == 1 ? "" : "s",
+		     match ? match : "?",
+		     match && strcmp(match, "indentation") == 0
+			     ? "; the new text was re-indented to the file's indentation"
+			     : "") < 0)
+		msg = NULL;
+	return fs_result(res, msg, ctx);
+}
+
+/* grep, find and list_dir print their entries one a line. */
+static char *entries_text(const hutch_fs_result *res, int tool)
+{
+	size_t n = hutch_fs_result_count(res);
+	hutch_fs_entry e;
+	text t;
+
+	if (text_open(&t) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (hutch_fs_result_entry(&e, res, i) < 0)
+			break;
+		if (tool == 'g')
+			fprintf(t.f, "%s:%" PRIu64 ":%s\n", e.path, e.line, e.text ? e.text : "");
+		else if (tool == 'f')
+			fprintf(t.f, "%s%s\n", e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+		else if (e.type == HUTCH_FS_SYMLINK)
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n", type_word(e.type), e.size,
+				e.name ? e.name : e.path, e.target ? e.target : "?");
+		else
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n", type_word(e.type), e.size,
+				e.name ? e.name : e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+	}
+	if (n == 0)
+		fprintf(t.f, "%s\n", tool == 'g'   ? "no matches"
+				     : tool == 'f' ? "nothing found"
+						   : "(empty directory)");
+	if (hutch_fs_result_truncated(res))
+		fprintf(t.f, "[stopped after %zu %s; narrow the search%s]\n", n,
+			tool == 'g' ? "matches" : "entries",
+			tool == 'l' ? "" : " or raise max_results");
+	return text_close(&t);
+}
+
+static json_object *run_grep(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *pattern = arg_str(args, "pattern", NULL);
+	const char *path = arg_str(args, "path", NULL);
+	const char **inc = NULL;
+	json_object *iv;
+	json_object *r;
+
+	NUL_CHECK("grep", "pattern");
+	NUL_CHECK("grep", "path");
+	fs_options(&o, ctx);
+	o.ignore_case = arg_bool(args, "ignore_case");
+	o.max = (uint64_t)arg_int(args, "max_results", 0);
+	if (json_object_object_get_ex(args, "include", &iv)) {
+		size_t n = json_object_array_length(iv);
+
+		inc = calloc(n + 1, sizeof(*inc));
+		if (!inc)
+			return NULL;
+		for (size_t i = 0; i < n; i++) {
+			json_object *g = json_object_array_get_idx(iv, i);
+
+			inc[i] = json_object_get_string(g);
+			if (strlen(inc[i]) != (size_t)json_object_get_string_len(g)) {
+				free(inc);
+				return errorf("grep: 'include[%zu]' contains a NUL character", i);
+			}
+		}
+		o.include = inc;
+		o.include_count = n;
+	}
+	if (hutch_fs_grep(&res, s, pattern, path, &o, &err) < 0)
+		r = tool_error(err, path);
+	else
+		r = fs_result(res, entries_text(res, 'g'), ctx);
+	free(inc);
+	return r;
+}
+
+static json_object *run_find(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *pattern = arg_str(args, "pattern", NULL);
+	const char *path = arg_str(args, "path", NULL);
+	const char *type = arg_str(args, "type", NULL);
+
+	NUL_CHECK("find", "pattern");
+	NUL_CHECK("find", "path");
+	fs_options(&o, ctx);
+	o.max = (uint64_t)arg_int(args, "max_results", 0);
+	if (type)
+		o.type = strcmp(type, "directory") == 0 ? 'd' : 'f';
+	if (hutch_fs_find(&res, s, pattern, path, &o, &err) < 0)
+		return tool_error(err, path);
+	return fs_result(res, entries_text(res, 'f'), ctx);
+}
+
+static json_object *run_ls(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *path = arg_str(args, "path", NULL);
+
+	NUL_CHECK("list_dir", "path");
+	fs_options(&o, ctx);
+	if (hutch_fs_ls(&res, s, path, &o, &err) < 0)
+		return tool_error(err, path);
+	return fs_result(res, entries_text(res, 'l'), ctx);
+}
+
+/* --- the table ------------------------------------------------------------- */
+
+static mcp_tool tools[] = {
+	{ "exec", "Run a command",
+	  "Run a command in the sandbox: a persistent Linux container without "
+	  "network access, whose working directory /workspace keeps its files "
+	  "between calls. 'command' is a shell string (run by sh -c) or an argv "
+	  "array (run directly). Returns the exit code, stdout and stderr; a "
+	  "non-zero exit code is a normal result for you to read, not a failure "
+	  "of the tool. Each stream is cut to its first and last 16 KiB when it "
+	  "is longer. The command and every process it started are killed after "
+	  "'timeout' seconds (default 120); a job started in the background "
+	  "with its output redirected ('server >log 2>&1 &') keeps running "
+	  "after the call. Use the file tools rather than cat, sed or find for "
+	  "reading, editing and searching files.",
+	  exec_in, exec_out, 0, 1, 0, run_exec, NULL, NULL },
+	{ "read_file", "Read a file",
+	  "Read a text file in /workspace. Returns up to 'limit' lines (default "
+	  "2000) from line 'offset' (1-based, default 1); a longer file says "
+	  "which offset to read next. Binary files are refused.",
+	  read_in, read_out, 1, 0, 1, run_read, NULL, NULL },
+	{ "write_file", "Write a file",
+	  "Create or overwrite a file in /workspace with 'content', creating "
+	  "missing parent directories. The file is replaced atomically and an "
+	  "existing file keeps its permissions. To change part of a file, use "
+	  "edit_file.",
+	  write_in, write_out, 0, 1, 1, run_write, NULL, NULL },
+	{ "edit_file", "Edit a file",
+	  "Replace 'old_text' with 'new_text' in a file in /workspace. "
+	  "'old_text' must occur exactly once (include surrounding lines to make "
+	  "it unique) unless 'replace_all' is true. An exact match is tried "
+	  "first, then one that ignores trailing whitespace, then one that also "
+	  "ignores indentation. When nothing matches, the error shows the "
+	  "closest region of the file. The rest of the file is kept byte for "
+	  "byte.",
+	  edit_in, edit_out, 0, 1, 0, run_edit, NULL, NULL },
+	{ "grep", "Search file contents",
+	  "Search file contents in /workspace with a POSIX extended regular "
+	  "expression (as grep -E), in one file or recursively in a directory "
+	  "(default: the whole workspace). Returns matching lines as "
+	  "path:line:text, paths relative to /workspace. Binary files and .git "
+	  "directories are skipped; symlinks are not followed.",
+	  grep_in, grep_out, 1, 0, 1, run_grep, NULL, NULL },
+	{ "find", "Find files by name",
+	  "Find files and directories in /workspace whose name or path matches "
+	  "a glob. Returns paths relative to /workspace, directories with a "
+	  "trailing '/'. .git directories are skipped; symlinks are not "
+	  "followed.",
+	  find_in, find_out, 1, 0, 1, run_find, NULL, NULL },
+	{ "list_dir", "List a directory",
+	  "List one directory in /workspace (default: /workspace itself), "
+	  "sorted by name: each entry's type, size and name, with a symlink's "
+	  "target. Not recursive: use find for that.",
+	  ls_in, ls_out, 1, 0, 1, run_ls, NULL, NULL },
+};
+
+#define NTOOLS (sizeof(tools) / sizeof(tools[0]))
+
+size_t mcp_tool_count(void)
+{
+	return NTOOLS;
+}
+
+const mcp_tool *mcp_tool_at(size_t i)
+{
+	return i < NTOOLS ? &tools[i] : NULL;
+}
+
+const mcp_tool *mcp_tool_find(const char *name)
+{
+	for (size_t i = 0; name && i < NTOOLS; i++)
+		if (strcmp(tools[i].name, name) == 0)
+			return &tools[i];
+	return NULL;
+}
+
+const char *mcp_tool_name(const mcp_tool *t)
+{
+	return t->name;
+}
+
+json_object *mcp_tool_input_schema(const mcp_tool *t)
+{
+	return t->input;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+
+static void init_tools(void)
+{
+	for (size_t i = 0; i < NTOOLS; i++) {
+		tools[i].input = json_tokener_parse(tools[i].input_schema);
+		tools[i].output = json_tokener_parse(tools[i].output_schema);
+		if (!tools[i].input || !tools[i].output) {
+			fprintf(stderr, "hutch mcp: the schema of tool '%s' does not parse\n",
+				tools[i].name);
+			init_rc = -1;
+		}
+	}
+}
+
+/* Once per process: servers in one process (the unit tests run several)
+ * share the parsed schemas, which are never changed after this. */
+int mcp_tools_init(void)
+{
+	pthread_once(&init_once, init_tools);
+	return init_rc;
+}
+
+json_object *mcp_tools_list(const char *version)
+{
+	json_object *res = json_object_new_object(), *arr = json_object_new_array();
+
+	if (!res || !arr) {
+		json_object_put(res);
+		json_object_put(arr);
+		return NULL;
+	}
+	for (size_t i = 0; i < NTOOLS; i++) {
+		const mcp_tool *t = &tools[i];
+		json_object *o = json_object_new_object();
+
+		if (!o)
+			break;
+		json_object_object_add(o, "name", json_object_new_string(t->name));
+		json_object_object_add(o, "description", json_object_new_string(t->description));
+		json_object_object_add(o, "inputSchema", json_object_get(t->input));
+		/* title and outputSchema came with 2025-06-18, annotations with
+		 * 2025-03-26: an older client gets the tool as it knew tools. */
+		if (mcp_version_has_structured(version)) {
+			json_object_object_add(o, "title", json_object_new_string(t->title));
+			json_object_object_add(o, "outputSchema", json_object_get(t->output));
+		}
+		if (mcp_version_has_annotations(version)) {
+			json_object *a = json_object_new_object();
+
+			if (a) {
+				json_object_object_add(a, "title",
+						       json_object_new_string(t->title));
+				json_object_object_add(a, "readOnlyHint",
+						       json_object_new_boolean(t->read_only));
+				if (!t->read_only) {
+					json_object_object_add(
+						a, "destructiveHint",
+						json_object_new_boolean(t->destructive));
+					json_object_object_add(
+						a, "idempotentHint",
+						json_object_new_boolean(t->idempotent));
+				}
+				/* The sandbox has no network. */
+				json_object_object_add(a, "openWorldHint",
+						       json_object_new_boolean(0));
+				json_object_object_add(o, "annotations", a);
+			}
+		}
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(res, "tools", arr);
+	return res;
+}
+
+json_object *mcp_tool_call(const mcp_tool *t, json_object *args, mcp_call_ctx *ctx)
+{
+	hutch_engine *engine = NULL;
+	hutch_session *s = NULL;
+	hutch_error *err = NULL;
+	json_object *r;
+
+	if (ctx->engine(&engine, ctx->server, &err) < 0)
+		return tool_error(err, NULL);
+	/* A handle per call: handles are single-threaded, opening one makes
+	 * no request, and the library makes concurrent first calls agree on
+	 * one container. */
+	if (hutch_session_open(&s, engine, ctx->session, ctx->sopts, &err) < 0)
+		return tool_error(err, NULL);
+	r = t->run(args, s, ctx);
+	hutch_session_free(s);
+	return r;
+}

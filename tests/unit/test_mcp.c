@@ -1,0 +1,1120 @@
+/*
+ * The MCP server's protocol: framing, JSON-RPC errors, version negotiation,
+ * argument schemas, and the behaviour of running calls (progress, cancel,
+ * overlap, the call cap, lazy engine use).
+ *
+ * The real server loop (mcp_serve) runs in a thread on a pair of pipes.
+ * Nothing here needs a container engine: the protocol tests never reach
+ * one, and the running-call tests talk to the fake engine
+ * (fake_engine.c), which plays a command that runs until it is released.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_engine.h"
+#include "mcp.h"
+
+/* ---- the harness: mcp_serve on pipes ---------------------------------------- */
+
+struct harness {
+	mcp_config cfg;
+	int in_w, out_r;       /* our ends */
+	int in_r, out_w;       /* the server's ends */
+	pthread_t th;
+	int rc, running;
+	char *buf;             /* what the server wrote and we have not read */
+	size_t len, alloc;
+	json_object *notes;    /* notifications seen while waiting for replies */
+};
+
+static struct harness H;
+static struct fake_engine *fe;
+
+static void *serve_thread(void *p)
+{
+	struct harness *h = p;
+
+	h->rc = mcp_serve(&h->cfg, h->in_r, h->out_w);
+	close(h->out_w);
+	return NULL;
+}
+
+static void start_with(const mcp_config *cfg)
+{
+	int a[2], b[2];
+
+	cr_assert_eq(pipe(a), 0);
+	cr_assert_eq(pipe(b), 0);
+	H.cfg = *cfg;
+	H.in_r = a[0];
+	H.in_w = a[1];
+	H.out_r = b[0];
+	H.out_w = b[1];
+	H.notes = json_object_new_array();
+	cr_assert_eq(pthread_create(&H.th, NULL, serve_thread, &H), 0);
+	H.running = 1;
+}
+
+static mcp_config base_config(void)
+{
+	const hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
+	mcp_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.sopts = so;
+	/* Nothing listens there: a call that reached the engine would fail,
+	 * and the protocol tests must not get that far. */
+	c.engine_url = "unix:///nonexistent/hutch-mcp-test.sock";
+	c.session = "mcp-unit";
+	c.wake_fd = -1;
+	return c;
+}
+
+static void start(void)
+{
+	mcp_config c = base_config();
+
+	start_with(&c);
+}
+
+/* Close stdin and wait for the server; returns how long that took. */
+static double stop(void)
+{
+	struct timespec a, b;
+
+	if (!H.running)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	close(H.in_w);
+	pthread_join(H.th, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	H.running = 0;
+	close(H.in_r);
+	close(H.out_r);
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+static void teardown(void)
+{
+	stop();
+	free(H.buf);
+	json_object_put(H.notes);
+	memset(&H, 0, sizeof(H));
+	fake_engine_stop(fe);
+	fe = NULL;
+}
+
+static void init(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+
+TestSuite(mcp, .init = init, .fini = teardown, .timeout = 60);
+TestSuite(wire, .timeout = 30);
+
+static void send_raw(const char *data, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = write(H.in_w, data + off, len - off);
+
+		cr_assert_gt(n, 0, "write to the server: %s", strerror(errno));
+		off += (size_t)n;
+	}
+}
+
+static void send_str(const char *s)
+{
+	send_raw(s, strlen(s));
+}
+
+static void send_line(const char *s)
+{
+	send_raw(s, strlen(s));
+	send_raw("\n", 1);
+}
+
+static void sendf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sendf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	send_line(s);
+	free(s);
+}
+
+/* The next line from the server, parsed; NULL after `ms` without one (or
+ * at EOF).  Every line must be one JSON object. */
+static json_object *next_msg(int ms)
+{
+	for (;;) {
+		char *nl = H.buf ? memchr(H.buf, '\n', H.len) : NULL;
+		struct pollfd p = { H.out_r, POLLIN, 0 };
+		ssize_t n;
+
+		if (nl) {
+			size_t l = (size_t)(nl - H.buf);
+			json_object *o;
+
+			*nl = '\0';
+			o = json_tokener_parse(H.buf);
+			cr_assert_not_null(o, "the server wrote a line that is not JSON: %.300s",
+					   H.buf);
+			cr_assert(json_object_is_type(o, json_type_object));
+			memmove(H.buf, nl + 1, H.len - l - 1);
+			H.len -= l + 1;
+			return o;
+		}
+		if (poll(&p, 1, ms) <= 0)
+			return NULL;
+		if (H.len + 65536 > H.alloc) {
+			H.alloc = H.alloc ? H.alloc * 2 : 131072;
+			H.buf = realloc(H.buf, H.alloc);
+			cr_assert_not_null(H.buf);
+		}
+		n = read(H.out_r, H.buf + H.len, H.alloc - H.len);
+		if (n <= 0)
+			return NULL;
+		H.len += (size_t)n;
+	}
+}
+
+static json_object *get(json_object *o, const char *path)
+{
+	/* "error.code", "result.tools" */
+	char key[64];
+	const char *dot;
+
+	while (o && path && *path) {
+		dot = strchr(path, '.');
+		snprintf(key, sizeof(key), "%.*s", dot ? (int)(dot - path) : (int)strlen(path),
+			 path);
+		if (!json_object_object_get_ex(o, key, &o))
+			return NULL;
+		path = dot ? dot + 1 : NULL;
+	}
+	return o;
+}
+
+static int64_t get_int(json_object *o, const char *path)
+{
+	return json_object_get_int64(get(o, path));
+}
+
+static const char *get_str(json_object *o, const char *path)
+{
+	json_object *v = get(o, path);
+
+	return v ? json_object_get_string(v) : "";
+}
+
+static int is_id(json_object *m, int64_t id)
+{
+	json_object *v = get(m, "id");
+
+	return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
+}
+
+/* The reply to request `id`; notifications met on the way are kept in
+ * H.notes, and any other reply fails the test. */
+static json_object *reply_to(int64_t id)
+{
+	for (;;) {
+		json_object *m = next_msg(20000);
+
+		cr_assert_not_null(m, "no reply to request %lld", (long long)id);
+		if (get(m, "method") && !get(m, "id")) {
+			json_object_array_add(H.notes, m);
+			continue;
+		}
+		cr_assert(is_id(m, id), "expected the reply to %lld, got %s", (long long)id,
+			  json_object_to_json_string(m));
+		return m;
+	}
+}
+
+/* The reply with a null id: what broken messages get. */
+static json_object *null_reply(void)
+{
+	json_object *m = next_msg(10000), *id = NULL;
+
+	cr_assert_not_null(m, "no reply");
+	cr_assert(json_object_object_get_ex(m, "id", &id) && id == NULL,
+		  "expected id null: %s", json_object_to_json_string(m));
+	return m;
+}
+
+static void expect_error(json_object *m, int code, const char *words)
+{
+	cr_assert_not_null(get(m, "error"), "expected an error: %s",
+			   json_object_to_json_string(m));
+	cr_expect_null(get(m, "result"));
+	cr_expect_eq(get_int(m, "error.code"), code, "code in %s",
+		     json_object_to_json_string(m));
+	cr_expect_str_eq(get_str(m, "jsonrpc"), "2.0");
+	if (words)
+		cr_expect(strstr(get_str(m, "error.message"), words) != NULL,
+			  "message '%s' lacks '%s'", get_str(m, "error.message"), words);
+	json_object_put(m);
+}
+
+/* The server still answers: a ping round trip. */
+static void expect_alive(int64_t id)
+{
+	json_object *m;
+
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}", (long long)id);
+	m = reply_to(id);
+	cr_expect_not_null(get(m, "result"), "ping: %s", json_object_to_json_string(m));
+	json_object_put(m);
+}
+
+static void initialize(const char *version)
+{
+	json_object *m;
+
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+	      "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":"
+	      "{\"name\":\"unit\",\"version\":\"1\"}}}",
+	      version);
+	m = reply_to(0);
+	cr_assert_str_eq(get_str(m, "result.protocolVersion"), version);
+	json_object_put(m);
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+static void call_tool(int64_t id, const char *name, const char *args)
+{
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"tools/call\",\"params\":"
+	      "{\"name\":\"%s\",\"arguments\":%s}}",
+	      (long long)id, name, args);
+}
+
+/* ---- version negotiation ------------------------------------------------------ */
+
+Test(wire, negotiate_versions)
+{
+	cr_expect_str_eq(mcp_negotiate_version("2025-11-25"), "2025-11-25");
+	cr_expect_str_eq(mcp_negotiate_version("2025-06-18"), "2025-06-18");
+	cr_expect_str_eq(mcp_negotiate_version("2025-03-26"), "2025-03-26");
+	cr_expect_str_eq(mcp_negotiate_version("2024-11-05"), "2024-11-05");
+	/* Unknown, older or newer: our newest, and the client decides. */
+	cr_expect_str_eq(mcp_negotiate_version("2024-10-07"), "2025-11-25");
+	cr_expect_str_eq(mcp_negotiate_version("2099-01-01"), "2025-11-25");
+	cr_expect_str_eq(mcp_negotiate_version(""), "2025-11-25");
+	cr_expect_str_eq(mcp_negotiate_version(NULL), "2025-11-25");
+
+	cr_expect(mcp_version_has_structured("2025-06-18"));
+	cr_expect(!mcp_version_has_structured("2025-03-26"));
+	cr_expect(mcp_version_has_annotations("2025-03-26"));
+	cr_expect(!mcp_version_has_annotations("2024-11-05"));
+	cr_expect(mcp_version_args_as_tool_error("2025-11-25"));
+	cr_expect(!mcp_version_args_as_tool_error("2025-06-18"));
+}
+
+Test(mcp, initialize_answers_the_asked_version)
+{
+	static const char *const asked[][2] = {
+		{ "2025-11-25", "2025-11-25" }, { "2025-06-18", "2025-06-18" },
+		{ "2025-03-26", "2025-03-26" }, { "2024-11-05", "2024-11-05" },
+		{ "1999-01-01", "2025-11-25" },
+	};
+	json_object *m;
+
+	start();
+	for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+		sendf("{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"initialize\",\"params\":"
+		      "{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+		      "\"clientInfo\":{\"name\":\"u\",\"version\":\"1\"}}}",
+		      i + 1, asked[i][0]);
+		m = reply_to((int64_t)i + 1);
+		cr_expect_str_eq(get_str(m, "result.protocolVersion"), asked[i][1]);
+		cr_expect_str_eq(get_str(m, "result.serverInfo.name"), "hutch");
+		cr_expect_str_eq(get_str(m, "result.serverInfo.version"), hutch_version());
+		cr_expect_not_null(get(m, "result.capabilities.tools"));
+		json_object_put(m);
+	}
+	/* initialize without a version is invalid params. */
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{}}");
+	expect_error(reply_to(9), MCP_INVALID_PARAMS, "protocolVersion");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"initialize\",\"params\":"
+		  "{\"protocolVersion\":20250618}}");
+	expect_error(reply_to(10), MCP_INVALID_PARAMS, "protocolVersion");
+	expect_alive(11);
+}
+
+/* ---- tools/list ------------------------------------------------------------------ */
+
+static json_object *list_tools(int64_t id)
+{
+	json_object *m, *tools;
+
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"tools/list\",\"params\":{}}",
+	      (long long)id);
+	m = reply_to(id);
+	tools = get(m, "result.tools");
+	cr_assert_not_null(tools, "%s", json_object_to_json_string(m));
+	json_object_get(tools);
+	json_object_put(m);
+	return tools;
+}
+
+Test(mcp, tools_list_has_the_seven_tools)
+{
+	static const char *const names[] = { "exec", "read_file", "write_file", "edit_file",
+					     "grep", "find", "list_dir" };
+	json_object *tools;
+
+	start();
+	initialize("2025-06-18");
+	tools = list_tools(1);
+	cr_assert_eq(json_object_array_length(tools), 7);
+	for (size_t i = 0; i < 7; i++) {
+		json_object *t = json_object_array_get_idx(tools, i);
+
+		cr_expect_str_eq(get_str(t, "name"), names[i]);
+		cr_expect_gt(strlen(get_str(t, "description")), 60);
+		cr_expect_str_eq(get_str(t, "inputSchema.type"), "object");
+		cr_expect_eq(json_object_get_boolean(get(t, "inputSchema.additionalProperties")), 0);
+		cr_expect_not_null(get(t, "inputSchema.additionalProperties"));
+		cr_expect_str_eq(get_str(t, "outputSchema.type"), "object", "%s", names[i]);
+		cr_expect_not_null(get(t, "title"));
+		cr_expect_not_null(get(t, "annotations"));
+	}
+	/* Read-only tools say so. */
+	cr_expect(json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 1), "annotations.readOnlyHint")));
+	cr_expect(!json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 0), "annotations.readOnlyHint")));
+	json_object_put(tools);
+}
+
+Test(mcp, tools_list_for_an_old_client_has_no_new_fields)
+{
+	json_object *tools;
+
+	start();
+	initialize("2024-11-05");
+	tools = list_tools(1);
+	cr_assert_eq(json_object_array_length(tools), 7);
+	for (size_t i = 0; i < 7; i++) {
+		json_object *t = json_object_array_get_idx(tools, i);
+
+		cr_expect_null(get(t, "outputSchema"));
+		cr_expect_null(get(t, "title"));
+		cr_expect_null(get(t, "annotations"));
+		cr_expect_not_null(get(t, "inputSchema"));
+	}
+	json_object_put(tools);
+}
+
+/* ---- framing ------------------------------------------------------------------------ */
+
+Test(mcp, two_messages_in_one_write_get_two_replies_in_order)
+{
+	json_object *m;
+
+	start();
+	send_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
+		 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+	m = reply_to(1);
+	json_object_put(m);
+	m = reply_to(2);
+	json_object_put(m);
+}
+
+Test(mcp, a_message_split_into_single_bytes_is_one_message)
+{
+	const char *s = "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}\n";
+	json_object *m;
+
+	start();
+	for (size_t i = 0; s[i]; i++) {
+		send_raw(s + i, 1);
+		if (i % 7 == 0)
+			usleep(1000);
+	}
+	m = next_msg(10000);
+	cr_assert_not_null(m);
+	cr_expect_str_eq(get_str(m, "id"), "abc", "string ids come back as strings");
+	cr_expect_not_null(get(m, "result"));
+	json_object_put(m);
+}
+
+Test(mcp, crlf_and_blank_lines)
+{
+	start();
+	send_str("\n\r\n   \n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
+	/* Blank lines are no messages: the first thing back is the ping's. */
+	json_object_put(reply_to(1));
+	expect_alive(2);
+}
+
+Test(mcp, last_message_without_newline_is_answered_at_eof)
+{
+	json_object *m;
+
+	start();
+	send_str("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}");
+	close(H.in_w);
+	m = next_msg(10000);
+	cr_assert_not_null(m);
+	cr_expect(is_id(m, 5));
+	json_object_put(m);
+	pthread_join(H.th, NULL);
+	H.running = 0;
+	cr_expect_eq(H.rc, 0);
+	close(H.in_r);
+	close(H.out_r);
+}
+
+Test(mcp, oversized_message_is_an_error_and_the_server_goes_on)
+{
+	mcp_config c = base_config();
+	char big[5000];
+
+	c.max_message = 1024;
+	start_with(&c);
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"", 45);
+	memcpy(big + sizeof(big) - 2, "\"}", 2);
+	send_raw(big, sizeof(big));
+	send_raw("\n", 1);
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "larger than 1024 bytes");
+	expect_alive(2);
+
+	/* Exactly at the cap is fine. */
+	memset(big, ' ', 1024);
+	memcpy(big, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", 40);
+	send_raw(big, 1024);
+	send_raw("\n", 1);
+	json_object_put(reply_to(3));
+
+	/* An oversized line cut by EOF is answered too. */
+	memset(big, 'x', sizeof(big));
+	send_raw(big, sizeof(big));
+	close(H.in_w);
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "larger");
+	pthread_join(H.th, NULL);
+	H.running = 0;
+	close(H.in_r);
+	close(H.out_r);
+}
+
+struct writer {
+	size_t len;
+};
+
+static void *big_writer(void *p)
+{
+	struct writer *w = p;
+	char chunk[65536];
+	size_t off = 0;
+
+	memset(chunk, 'a', sizeof(chunk));
+	send_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"");
+	while (off < w->len) {
+		size_t n = w->len - off < sizeof(chunk) ? w->len - off : sizeof(chunk);
+
+		send_raw(chunk, n);
+		off += n;
+	}
+	send_raw("\"}\n", 3);
+	return NULL;
+}
+
+Test(mcp, a_17_mib_message_over_the_default_cap)
+{
+	struct writer w = { 17u * 1024u * 1024u };
+	pthread_t th;
+
+	start();
+	cr_assert_eq(pthread_create(&th, NULL, big_writer, &w), 0);
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "larger than 16777216 bytes");
+	pthread_join(th, NULL);
+	expect_alive(2);
+}
+
+/* ---- malformed messages ------------------------------------------------------------ */
+
+Test(mcp, malformed_json_is_a_parse_error)
+{
+	static const char *const bad[] = {
+		"{",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"",
+		"not json",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing",
+		"{'jsonrpc':'2.0'}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",}",
+	};
+
+	start();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		send_line(bad[i]);
+		expect_error(null_reply(), MCP_PARSE_ERROR, "parse error");
+	}
+	expect_alive(100);
+}
+
+Test(mcp, invalid_requests)
+{
+	start();
+	/* Not an object. */
+	send_line("42");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, NULL);
+	send_line("\"ping\"");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, NULL);
+	send_line("null");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, NULL);
+	/* Batches are refused as a whole. */
+	send_line("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "batch");
+	send_line("[]");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "batch");
+	/* Bad ids: null, an object, a fraction. */
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "id");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "id");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}");
+	expect_error(null_reply(), MCP_INVALID_REQUEST, "id");
+	/* A good id gets its error back under that id. */
+	send_line("{\"id\":7,\"method\":\"ping\"}");
+	expect_error(reply_to(7), MCP_INVALID_REQUEST, "jsonrpc");
+	send_line("{\"jsonrpc\":\"1.0\",\"id\":8,\"method\":\"ping\"}");
+	expect_error(reply_to(8), MCP_INVALID_REQUEST, "jsonrpc");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":42}");
+	expect_error(reply_to(9), MCP_INVALID_REQUEST, "method");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":10}");
+	expect_error(reply_to(10), MCP_INVALID_REQUEST, "method");
+	/* params must be an object. */
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\",\"params\":[1]}");
+	expect_error(reply_to(11), MCP_INVALID_PARAMS, "params");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\",\"params\":\"x\"}");
+	expect_error(reply_to(12), MCP_INVALID_PARAMS, "params");
+	expect_alive(13);
+}
+
+Test(mcp, unknown_method)
+{
+	json_object *m;
+
+	start();
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":\"q-1\",\"method\":\"resources/list\"}");
+	m = next_msg(10000);
+	cr_assert_not_null(m);
+	cr_expect_str_eq(get_str(m, "id"), "q-1");
+	expect_error(m, MCP_METHOD_NOT_FOUND, "resources/list");
+	expect_alive(2);
+}
+
+Test(mcp, notifications_and_responses_get_no_reply)
+{
+	start();
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{}}");
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}");
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":[1]}");
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
+	send_line("{\"method\":\"notifications/initialized\"}");
+	/* A response to a request we never sent. */
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{}}");
+	/* The first line back must be the ping's. */
+	expect_alive(1);
+}
+
+/* ---- tools/call: the request and its arguments ------------------------------------ */
+
+Test(mcp, tools_call_request_errors)
+{
+	start();
+	initialize("2025-11-25");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}");
+	expect_error(reply_to(1), MCP_INVALID_PARAMS, "name");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\"}");
+	expect_error(reply_to(2), MCP_INVALID_PARAMS, "name");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":7}}");
+	expect_error(reply_to(3), MCP_INVALID_PARAMS, "name");
+	call_tool(4, "rm_rf", "{}");
+	expect_error(reply_to(4), MCP_INVALID_PARAMS, "unknown tool 'rm_rf'");
+	call_tool(5, "exec", "[\"ls\"]");
+	expect_error(reply_to(5), MCP_INVALID_PARAMS, "arguments");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
+		  "{\"name\":\"list_dir\",\"_meta\":{\"progressToken\":true}}}");
+	expect_error(reply_to(6), MCP_INVALID_PARAMS, "progressToken");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+		  "{\"name\":\"list_dir\",\"_meta\":5}}");
+	expect_error(reply_to(7), MCP_INVALID_PARAMS, "_meta");
+	expect_alive(8);
+}
+
+static const struct {
+	const char *tool, *args, *words;
+} bad_args[] = {
+	{ "exec", "{}", "missing required argument 'command'" },
+	{ "exec", "{\"command\":5}", "'command' must be a string or an array" },
+	{ "exec", "{\"command\":\"\"}", "'command' must not be empty" },
+	{ "exec", "{\"command\":[]}", "'command' must not be empty" },
+	{ "exec", "{\"command\":[\"ls\",3]}", "'command[1]' must be a string" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":\"10\"}", "'timeout' must be a number" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":0}", "'timeout' must be more than 0" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":7200}", "'timeout' must be at most 3600" },
+	{ "exec", "{\"command\":\"ls\",\"cwd\":\"/\"}", "unknown argument 'cwd'" },
+	{ "read_file", "{}", "missing required argument 'path'" },
+	{ "read_file", "{\"path\":\"a\",\"offset\":1.5}", "'offset' must be an integer" },
+	{ "read_file", "{\"path\":\"a\",\"offset\":0}", "'offset' must be at least 1" },
+	{ "read_file", "{\"path\":[\"a\"]}", "'path' must be a string" },
+	{ "write_file", "{\"path\":\"a\"}", "missing required argument 'content'" },
+	{ "write_file", "{\"path\":\"a\",\"content\":null}", "'content' must be a string" },
+	{ "edit_file", "{\"path\":\"a\",\"old_text\":\"\",\"new_text\":\"b\"}",
+	  "'old_text' must not be empty" },
+	{ "edit_file", "{\"path\":\"a\",\"old_text\":\"x\",\"new_text\":\"b\",\"replace_all\":\"yes\"}",
+	  "'replace_all' must be true or false" },
+	{ "grep", "{\"pattern\":\"x\",\"include\":\"*.c\"}", "'include' must be an array" },
+	{ "grep", "{\"pattern\":\"x\",\"include\":[\"\"]}", "'include[0]' must not be empty" },
+	{ "grep", "{\"pattern\":\"x\",\"max_results\":100000}", "'max_results' must be at most" },
+	{ "find", "{\"pattern\":\"*\",\"type\":\"f\"}", "'type' must be one of \"file\", \"directory\"" },
+	{ "list_dir", "{\"path\":\"\"}", "'path' must not be empty" },
+	{ "list_dir", "{\"recursive\":true}", "unknown argument 'recursive'; the arguments are path" },
+};
+
+/* Before 2025-11-25, arguments that break the schema are invalid params. */
+Test(mcp, bad_arguments_are_invalid_params_before_2025_11_25)
+{
+	start();
+	initialize("2025-06-18");
+	for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
+		call_tool((int64_t)i + 1, bad_args[i].tool, bad_args[i].args);
+		expect_error(reply_to((int64_t)i + 1), MCP_INVALID_PARAMS, bad_args[i].words);
+	}
+	expect_alive(1000);
+}
+
+/* From 2025-11-25 on (SEP-1303) they are tool errors, which the model sees. */
+Test(mcp, bad_arguments_are_tool_errors_from_2025_11_25)
+{
+	start();
+	initialize("2025-11-25");
+	for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
+		json_object *m, *text;
+
+		call_tool((int64_t)i + 1, bad_args[i].tool, bad_args[i].args);
+		m = reply_to((int64_t)i + 1);
+		cr_assert_null(get(m, "error"), "%s", json_object_to_json_string(m));
+		cr_expect(json_object_get_boolean(get(m, "result.isError")), "%s",
+			  json_object_to_json_string(m));
+		text = get(json_object_array_get_idx(get(m, "result.content"), 0), "text");
+		cr_assert_not_null(text);
+		cr_expect(strstr(json_object_get_string(text), bad_args[i].words) != NULL,
+			  "'%s' lacks '%s'", json_object_get_string(text), bad_args[i].words);
+		cr_expect_null(get(m, "result.structuredContent"));
+		json_object_put(m);
+	}
+	expect_alive(1000);
+}
+
+/* ---- the schema checker on its own ------------------------------------------------ */
+
+static int check(const char *schema, const char *value, char *msg, size_t msgsz)
+{
+	json_object *s = json_tokener_parse(schema), *v = json_tokener_parse(value);
+	int rc;
+
+	cr_assert_not_null(s);
+	cr_assert(v || strcmp(value, "null") == 0);
+	rc = mcp_schema_check(s, v, "", msg, msgsz);
+	json_object_put(s);
+	json_object_put(v);
+	return rc;
+}
+
+Test(wire, schema_checker)
+{
+	const char *obj = "{\"type\":\"object\",\"properties\":{"
+			  "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10},"
+			  "\"l\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+			  "{\"k\":{\"type\":\"string\"}},\"required\":[\"k\"]}}},"
+			  "\"additionalProperties\":false}";
+	char msg[300];
+
+	cr_expect_eq(check(obj, "{}", msg, sizeof(msg)), 0);
+	cr_expect_eq(check(obj, "{\"n\":5}", msg, sizeof(msg)), 0);
+	/* 5.0 is an integer in JSON Schema; 5.5 is not. */
+	cr_expect_eq(check(obj, "{\"n\":5.0}", msg, sizeof(msg)), 0);
+	cr_expect_eq(check(obj, "{\"n\":5.5}", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "'n' must be an integer");
+	cr_expect_eq(check(obj, "{\"n\":11}", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "'n' must be at most 10");
+	cr_expect_eq(check(obj, "{\"n\":true}", msg, sizeof(msg)), -1);
+	cr_expect_eq(check(obj, "{\"l\":[{\"k\":\"a\"},{}]}", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "'l[1]' lacks 'k'");
+	cr_expect_eq(check(obj, "{\"l\":[{\"k\":1}]}", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "'l[0].k' must be a string");
+	cr_expect_eq(check(obj, "[]", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "the arguments must be an object");
+	cr_expect_eq(check(obj, "{\"z\":1}", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "unknown argument 'z'; the arguments are n, l");
+	/* Type lists, as output schemas use them. */
+	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "null", msg, sizeof(msg)), 0);
+	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "\"x\"", msg, sizeof(msg)), -1);
+	cr_expect_str_eq(msg, "the arguments must be an integer or null");
+	/* A tiny message buffer is cut, never overrun. */
+	cr_expect_eq(check(obj, "{\"zzzzzzzzzzzzzzzzzzzz\":1}", msg, 8), -1);
+	cr_expect_eq(strlen(msg), 7);
+}
+
+/* Every tool's schemas parse, and the input schemas accept a good call. */
+Test(wire, tool_schemas_accept_good_arguments)
+{
+	static const struct {
+		const char *tool, *args;
+	} good[] = {
+		{ "exec", "{\"command\":\"ls -l | wc -l\"}" },
+		{ "exec", "{\"command\":[\"ls\",\"-l\"],\"timeout\":0.5,\"workdir\":\"src\"}" },
+		{ "read_file", "{\"path\":\"a.c\",\"offset\":10,\"limit\":20}" },
+		{ "write_file", "{\"path\":\"a.c\",\"content\":\"\"}" },
+		{ "edit_file", "{\"path\":\"a.c\",\"old_text\":\"a\",\"new_text\":\"\",\"replace_all\":true}" },
+		{ "grep", "{\"pattern\":\"x\",\"path\":\"src\",\"include\":[\"*.c\"],\"ignore_case\":true,\"max_results\":5}" },
+		{ "find", "{\"pattern\":\"*.c\",\"path\":\"src\",\"type\":\"directory\",\"max_results\":5}" },
+		{ "list_dir", "{}" },
+	};
+	char msg[300];
+
+	cr_assert_eq(mcp_tools_init(), 0);
+	cr_assert_eq(mcp_tool_count(), 7);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		const mcp_tool *t = mcp_tool_find(good[i].tool);
+		json_object *v = json_tokener_parse(good[i].args);
+
+		cr_assert_not_null(t);
+		cr_expect_eq(mcp_schema_check(mcp_tool_input_schema(t), v, "", msg, sizeof(msg)),
+			     0, "%s %s: %s", good[i].tool, good[i].args, msg);
+		json_object_put(v);
+	}
+}
+
+/* ---- running calls, against the fake engine --------------------------------------- */
+
+/*
+ * The fake engine answers for a running container "hutch-mcp-unit".  An
+ * exec whose command holds "LONG" writes "tick N" every 50 ms until the
+ * test releases it (or the client hangs up); anything else ends at once
+ * with exit code 0.
+ */
+static int released;
+static int long_starts;
+
+static int is(const struct fake_request *r, const char *method, const char *prefix)
+{
+	return strcmp(r->method, method) == 0 && strncmp(r->path, prefix, strlen(prefix)) == 0;
+}
+
+static fake_action engine_handler(struct fake_conn *c, const struct fake_request *r, void *p)
+{
+	(void)p;
+	if (is(r, "POST", "/v1.41/containers/hutch-mcp-unit/exec")) {
+		fake_send_json(c, 201, strstr(r->body, "LONG") ? "{\"Id\":\"abc123\"}"
+								: "{\"Id\":\"def456\"}");
+		return FAKE_KEEP;
+	}
+	if (is(r, "POST", "/v1.41/exec/abc123/start")) {
+		__atomic_fetch_add(&long_starts, 1, __ATOMIC_SEQ_CST);
+		fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+			      "Api-Version: 1.41\r\n\r\n");
+		for (int i = 0; i < 400 && !__atomic_load_n(&released, __ATOMIC_SEQ_CST); i++) {
+			char line[32];
+			int n = snprintf(line, sizeof(line), "tick %d\n", i);
+
+			if (fake_send_frame(c, 1, line, (size_t)n) < 0)
+				break;
+			fake_sleep_ms(50);
+		}
+		return FAKE_CLOSE;
+	}
+	if (is(r, "POST", "/v1.41/exec/def456/start")) {
+		fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+			      "Api-Version: 1.41\r\n\r\n");
+		fake_send_frame(c, 1, "short\n", 6);
+		return FAKE_CLOSE;
+	}
+	if (is(r, "GET", "/v1.41/exec/")) {
+		fake_send_json(c, 200, "{\"Running\":false,\"ExitCode\":0}");
+		return FAKE_KEEP;
+	}
+	if (is(r, "GET", "/v1.41/containers/hutch-mcp-unit/json")) {
+		fake_send_json(c, 200, "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\","
+				       "\"Running\":true}}");
+		return FAKE_KEEP;
+	}
+	fake_send_json(c, 404, "{\"message\":\"not played by the fake engine\"}");
+	return FAKE_KEEP;
+}
+
+static void start_fake(unsigned max_calls)
+{
+	mcp_config c = base_config();
+
+	released = 0;
+	long_starts = 0;
+	cr_assert_eq(fake_engine_start(&fe, engine_handler, NULL), 0, "fake engine: %m");
+	c.engine_url = fake_engine_url(fe);
+	c.max_calls = max_calls;
+	c.progress_ms = 100;
+	start_with(&c);
+}
+
+static void wait_long_starts(int n)
+{
+	for (int i = 0; i < 200 && __atomic_load_n(&long_starts, __ATOMIC_SEQ_CST) < n; i++)
+		usleep(20000);
+	if (__atomic_load_n(&long_starts, __ATOMIC_SEQ_CST) < n) {
+		static char log[8192];
+
+		json_object *m = next_msg(0);
+
+		fake_engine_log_dump(fe, log, sizeof(log));
+		cr_assert_fail("the long command did not start; the engine saw:\n%s\n"
+			       "the server said: %s",
+			       log, m ? json_object_to_json_string(m) : "nothing");
+	}
+}
+
+static const char *result_text(json_object *m)
+{
+	json_object *t = get(json_object_array_get_idx(get(m, "result.content"), 0), "text");
+
+	return t ? json_object_get_string(t) : "";
+}
+
+Test(mcp, initialize_and_tools_list_never_touch_the_engine)
+{
+	json_object *m;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	json_object_put(list_tools(1));
+	expect_alive(2);
+	cr_expect_eq(fake_engine_connections(fe), 0, "connections before any tool call");
+	cr_expect_eq(fake_engine_request_count(fe), 0);
+	/* The first tool call is what reaches it (so the check above can
+	 * fail). */
+	call_tool(3, "exec", "{\"command\":\"echo\"}");
+	m = reply_to(3);
+	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"), "short\n", "%s",
+			 json_object_to_json_string(m));
+	cr_expect_gt(fake_engine_connections(fe), 0);
+	json_object_put(m);
+}
+
+Test(mcp, exec_result_has_text_and_structured_content)
+{
+	json_object *m;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":[\"echo\",\"x\"]}");
+	m = reply_to(1);
+	cr_expect_null(get(m, "result.isError"));
+	cr_expect_eq(get_int(m, "result.structuredContent.exit_code"), 0);
+	cr_expect_str_eq(get_str(m, "result.structuredContent.status"), "ok");
+	cr_expect_str_eq(get_str(m, "result.structuredContent.session"), "mcp-unit");
+	cr_expect(strstr(result_text(m), "exit code 0") != NULL, "%s", result_text(m));
+	cr_expect(strstr(result_text(m), "short") != NULL, "%s", result_text(m));
+	json_object_put(m);
+
+	/* An old client gets the text only. */
+	initialize("2025-03-26");
+	call_tool(2, "exec", "{\"command\":[\"echo\",\"x\"]}");
+	m = reply_to(2);
+	cr_expect_null(get(m, "result.structuredContent"));
+	cr_expect(strstr(result_text(m), "short") != NULL);
+	json_object_put(m);
+}
+
+Test(mcp, an_unreachable_engine_is_a_tool_error)
+{
+	json_object *m;
+
+	start();
+	initialize("2025-06-18");
+	call_tool(1, "read_file", "{\"path\":\"a.txt\"}");
+	m = reply_to(1);
+	cr_expect(json_object_get_boolean(get(m, "result.isError")), "%s",
+		  json_object_to_json_string(m));
+	cr_expect(strstr(result_text(m), "hutch-mcp-test.sock") != NULL, "%s", result_text(m));
+	json_object_put(m);
+	expect_alive(2);
+}
+
+Test(mcp, progress_while_a_command_runs)
+{
+	json_object *m;
+	int64_t last = 0;
+	size_t n;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+		  "{\"name\":\"exec\",\"arguments\":{\"command\":\"LONG\"},"
+		  "\"_meta\":{\"progressToken\":\"tok-1\"}}}");
+	wait_long_starts(1);
+	for (int i = 0; i < 3; i++) {
+		m = next_msg(5000);
+		cr_assert_not_null(m, "no progress notification");
+		cr_assert_str_eq(get_str(m, "method"), "notifications/progress", "%s",
+				 json_object_to_json_string(m));
+		cr_expect_str_eq(get_str(m, "params.progressToken"), "tok-1");
+		cr_expect_gt(get_int(m, "params.progress"), last, "progress must increase");
+		last = get_int(m, "params.progress");
+		cr_expect(strstr(get_str(m, "params.message"), "running") != NULL);
+		cr_expect(strstr(get_str(m, "params.message"), "tick") != NULL, "%s",
+			  get_str(m, "params.message"));
+		json_object_put(m);
+	}
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	m = reply_to(1);
+	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"), "tick 0\n") != NULL);
+	json_object_put(m);
+	/* Nothing about the call after its reply. */
+	n = json_object_array_length(H.notes);
+	expect_alive(2);
+	usleep(300000);
+	expect_alive(3);
+	cr_expect_eq(json_object_array_length(H.notes), n, "progress after the reply");
+}
+
+Test(mcp, no_progress_without_a_token)
+{
+	json_object *m;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":\"LONG\"}");
+	wait_long_starts(1);
+	usleep(400000);
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	m = reply_to(1);
+	json_object_put(m);
+	cr_expect_eq(json_object_array_length(H.notes), 0);
+}
+
+Test(mcp, a_cancelled_call_gets_no_reply)
+{
+	json_object *m;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":\"LONG\"}");
+	wait_long_starts(1);
+	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+		  "\"params\":{\"requestId\":1,\"reason\":\"user\"}}");
+	/* The call ends (the stream is abandoned) without a reply. */
+	expect_alive(2);
+	m = next_msg(1500);
+	cr_expect_null(m, "a reply to a cancelled call: %s",
+		       m ? json_object_to_json_string(m) : "");
+	json_object_put(m);
+	/* Its id is free again: no "still running". */
+	call_tool(1, "exec", "{\"command\":\"echo\"}");
+	m = reply_to(1);
+	cr_expect_null(get(m, "error"), "%s", json_object_to_json_string(m));
+	json_object_put(m);
+	cr_expect_lt(stop(), 5.0);
+}
+
+Test(mcp, calls_overlap)
+{
+	json_object *m;
+
+	start_fake(0);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":\"LONG\"}");
+	wait_long_starts(1);
+	/* While it runs: other requests and another tool call are served. */
+	json_object_put(list_tools(2));
+	call_tool(3, "exec", "{\"command\":\"echo\"}");
+	m = reply_to(3);
+	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"), "short\n");
+	json_object_put(m);
+	/* The same id again while the first runs is refused. */
+	call_tool(1, "exec", "{\"command\":\"echo\"}");
+	expect_error(reply_to(1), MCP_INVALID_REQUEST, "still running");
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	m = reply_to(1);
+	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"), "tick") != NULL);
+	json_object_put(m);
+}
+
+Test(mcp, the_number_of_running_calls_is_capped)
+{
+	json_object *m;
+
+	start_fake(2);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":\"LONG\"}");
+	call_tool(2, "exec", "{\"command\":\"LONG\"}");
+	wait_long_starts(2);
+	call_tool(3, "exec", "{\"command\":\"echo\"}");
+	m = reply_to(3);
+	cr_expect(json_object_get_boolean(get(m, "result.isError")));
+	cr_expect(strstr(result_text(m), "2 tool calls are already running") != NULL, "%s",
+		  result_text(m));
+	json_object_put(m);
+	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 2; i++) {
+		m = next_msg(10000);
+		cr_assert_not_null(m);
+		cr_expect(is_id(m, 1) || is_id(m, 2), "%s", json_object_to_json_string(m));
+		json_object_put(m);
+	}
+	/* Room again. */
+	call_tool(4, "exec", "{\"command\":\"echo\"}");
+	m = reply_to(4);
+	cr_expect_null(get(m, "result.isError"), "%s", json_object_to_json_string(m));
+	json_object_put(m);
+}
+
+Test(mcp, eof_stops_running_calls)
+{
+	start_fake(0);
+	initialize("2025-06-18");
+	call_tool(1, "exec", "{\"command\":\"LONG\"}");
+	wait_long_starts(1);
+	/* The fake would run for 20 s; EOF must cancel it at once. */
+	cr_expect_lt(stop(), 5.0);
+	cr_expect_eq(H.rc, 0);
+}
+
+Test(mcp, the_wake_fd_stops_the_server)
+{
+	mcp_config c = base_config();
+	int w[2];
+
+	cr_assert_eq(pipe(w), 0);
+	c.wake_fd = w[0];
+	start_with(&c);
+	expect_alive(1);
+	cr_assert_eq(write(w[1], "x", 1), 1);
+	pthread_join(H.th, NULL);
+	H.running = 0;
+	cr_expect_eq(H.rc, 0);
+	close(H.in_w);
+	close(H.in_r);
+	close(H.out_r);
+	close(w[0]);
+	close(w[1]);
+}
