@@ -96,8 +96,9 @@ typedef struct {
 } mcp_message;
 
 /*
- * Parse and classify one line: `len` bytes at `line`, best followed by a
- * NUL at line[len] (as mcp_reader_next gives them; else a copy is made).
+ * Parse and classify one line: `len` bytes at `line`, which must be
+ * followed by a readable byte at line[len]: a NUL there (as
+ * mcp_reader_next gives lines) saves a copy, anything else makes one.
  * Returns 0 with `*msg` filled, or -1 with `*reply` set to the error
  * response to send (NULL when the broken message was a notification, which
  * gets no answer).  `*reply` belongs to the caller.
