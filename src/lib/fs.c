@@ -614,6 +614,32 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 	return run_agent_texts(out, s, &a, "edit", opts, err);
 }
 
+/* grep and find: a pattern, an optional path under the workspace. */
+static int check_search(const char *tool, const char *what, const char *pattern,
+			const char *path, const hutch_fs_options *opts,
+			hutch_error **err)
+{
+	char label[32];
+	int rc;
+
+	if ((rc = check_options(opts, err)) < 0)
+		return rc;
+	snprintf(label, sizeof(label), "%s: the %s", tool, what);
+	if ((rc = check_arg(label, pattern, err)) < 0)
+		return rc;
+	snprintf(label, sizeof(label), "%s: the path", tool);
+	return path ? check_arg(label, path, err) : 0;
+}
+
+/* The operands that end a search's command line. */
+static void search_operands(struct argv *a, const char *pattern, const char *path)
+{
+	arg(a, "--");
+	arg(a, pattern);
+	if (path)
+		arg(a, path);
+}
+
 int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 		  const char *path, const hutch_fs_options *opts,
 		  hutch_error **err)
@@ -622,9 +648,7 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 	int rc;
 
 	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (rc = check_arg("grep: the pattern", pattern, err)) < 0 ||
-	    (path && (rc = check_arg("grep: the path", path, err)) < 0))
+	if ((rc = check_search("grep", "pattern", pattern, path, opts, err)) < 0)
 		return rc;
 	if (opts->include_count > 16)
 		return hutch__error_set(err, HUTCH_EINVALID,
@@ -639,10 +663,7 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 	if (opts->ignore_case)
 		arg(&a, "-i");
 	arg_num(&a, "--max", opts->max);
-	arg(&a, "--");
-	arg(&a, pattern);
-	if (path)
-		arg(&a, path);
+	search_operands(&a, pattern, path);
 	return run_agent(out, s, &a, "grep", opts, err);
 }
 
@@ -654,9 +675,7 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 	int rc;
 
 	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (rc = check_arg("find: the glob", glob, err)) < 0 ||
-	    (path && (rc = check_arg("find: the path", path, err)) < 0))
+	if ((rc = check_search("find", "glob", glob, path, opts, err)) < 0)
 		return rc;
 	if (opts->type && opts->type != 'f' && opts->type != 'd')
 		return hutch__error_set(err, HUTCH_EINVALID,
@@ -668,10 +687,7 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 		arg(&a, opts->type == 'f' ? "f" : "d");
 	}
 	arg_num(&a, "--max", opts->max);
-	arg(&a, "--");
-	arg(&a, glob);
-	if (path)
-		arg(&a, path);
+	search_operands(&a, glob, path);
 	return run_agent(out, s, &a, "find", opts, err);
 }
 

@@ -431,9 +431,12 @@ Test(mcp, two_messages_in_one_write_get_two_replies_in_order)
 	start();
 	send_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
 		 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+	/* reply_to() takes the next reply and asserts its id: 1, then 2. */
 	m = reply_to(1);
+	cr_assert_not_null(get(m, "result"), "%s", json_object_to_json_string(m));
 	json_object_put(m);
 	m = reply_to(2);
+	cr_assert_not_null(get(m, "result"), "%s", json_object_to_json_string(m));
 	json_object_put(m);
 }
 
