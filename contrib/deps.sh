@@ -15,6 +15,9 @@ packages=(
 	libcurl4-openssl-dev libjson-c-dev libarchive-dev
 	# tests and benchmarks
 	libcriterion-dev hyperfine
+	# the unit tests under memcheck; the fuzz targets (contrib/fuzz.sh:
+	# clang with libFuzzer, whose runtime Debian 12 ships apart)
+	valgrind clang
 	# engines: Docker Engine 20.10 (brings containerd, runc, tini for
 	# HostConfig.Init) and Podman 4.3 (runc, not crun: crun fails on
 	# cgroup v1/hybrid hosts; catatonit for HostConfig.Init; netavark, not
@@ -22,7 +25,14 @@ packages=(
 	docker.io podman runc catatonit tini netavark
 	# the offline image and the scripts
 	busybox-static curl ca-certificates tar
+	# certificates for the TLS engine tests (contrib/engines.sh)
+	openssl
 )
+# libFuzzer's runtime has its own package from Debian 12 on; before (Ubuntu
+# 22.04) it comes with clang.
+if apt-cache show libclang-rt-dev >/dev/null 2>&1; then
+	packages+=(libclang-rt-dev)
+fi
 # The MCP end-to-end test (tests/mcp) runs the official MCP TypeScript SDK
 # client under Node.js 20+.  A node and npm already there are used as they
 # are: Debian's npm would fight a Node.js installed from elsewhere.

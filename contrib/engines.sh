@@ -4,6 +4,9 @@
 #
 #   contrib/engines.sh start    start both (reuses running ones), wait for /_ping
 #   contrib/engines.sh stop     remove their containers and volumes, stop both
+#   contrib/engines.sh restart-docker
+#                               stop and start Docker only (e.g. to add the TLS
+#                               listener to a daemon an older version started)
 #   contrib/engines.sh status   say what runs; exit 0 only if both answer
 #   contrib/engines.sh env      print the HUTCH_TEST_* exports for the tests
 #
@@ -13,6 +16,13 @@
 #   docker/  podman/              data, exec/run state, pid files
 #   containers.conf storage.conf  Podman's whole configuration
 #   daemon.json                   Docker's (empty) configuration
+#   tls/                          a private CA, the Docker daemon's server
+#                                 certificate, and tls/client/ (ca.pem,
+#                                 cert.pem, key.pem: a DOCKER_CERT_PATH)
+#
+# Docker also listens on tcp://127.0.0.1:${HUTCH_ENGINES_TLS_PORT:-23760}
+# with --tlsverify (only clients with a certificate of the private CA get
+# in), for the tests of hutch's TLS support.
 # Neither daemon reads the machine's /etc/docker or /etc/containers settings,
 # so a system engine, if any, is left alone and cannot leak its settings in.
 #
@@ -25,6 +35,8 @@ case $DIR in /*) ;; *) DIR=$PWD/$DIR ;; esac # daemons run from /
 WAIT=${HUTCH_ENGINES_WAIT:-60}
 DOCKER_SOCK=$DIR/docker.sock
 PODMAN_SOCK=$DIR/podman.sock
+TLS_DIR=$DIR/tls
+TLS_PORT=${HUTCH_ENGINES_TLS_PORT:-23760}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 # Podman takes its configuration and storage settings only from these
@@ -108,10 +120,50 @@ write_if_changed() { # FILE: content on stdin
 	printf '%s\n' "$new" >"$1"
 }
 
+# A CA, a server certificate for 127.0.0.1 and localhost, and a client
+# certificate, made once (ECDSA P-256, ten years): a test run never needs
+# the network or a real CA.
+make_certs() {
+	local d=$TLS_DIR
+	[ -s "$d/server-cert.pem" ] && [ -s "$d/client/key.pem" ] && return 0
+	command -v openssl >/dev/null || die "openssl not found: run contrib/deps.sh"
+	rm -rf "$d"
+	mkdir -p "$d/client"
+	chmod 700 "$d"
+	(
+		cd "$d"
+		key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
+		key ca-key.pem
+		openssl req -x509 -new -key ca-key.pem -days 3650 -subj "/CN=hutch test CA" \
+			-addext basicConstraints=critical,CA:TRUE \
+			-addext keyUsage=critical,keyCertSign,cRLSign -out ca.pem
+		key server-key.pem
+		openssl req -new -key server-key.pem -subj /CN=localhost -out server.csr
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+			-days 3650 -extfile server.ext -out server-cert.pem
+		key client/key.pem
+		openssl req -new -key client/key.pem -subj /CN=hutch-test-client -out client.csr
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+			-days 3650 -extfile client.ext -out client/cert.pem
+		cp ca.pem client/ca.pem
+		rm -f server.csr client.csr server.ext client.ext
+	) >"$DIR/tls.log" 2>&1 || { cat "$DIR/tls.log" >&2; die "could not make the TLS certificates; see $DIR/tls.log"; }
+	say "tls: made a CA and certificates in $d"
+}
+
 start_docker() {
 	if ping_ok "$DOCKER_SOCK"; then
-		say "docker: already running (pid $(pid_of "$DIR/docker/launch.pid"))"
-		return
+		if tr '\0' ' ' <"/proc/$(pid_of "$DIR/docker/launch.pid")/cmdline" 2>/dev/null |
+			grep -qF -- "--tlsverify"; then
+			say "docker: already running (pid $(pid_of "$DIR/docker/launch.pid"))"
+			return
+		fi
+		# Started by an older engines.sh: the tests need the TLS
+		# listener, so start it again with one.
+		say "docker: running without the TLS listener on 127.0.0.1:$TLS_PORT; restarting it"
+		stop_daemon docker "$DIR/docker/launch.pid" "$DOCKER_SOCK"
 	fi
 	if pid_alive "$DIR/docker/launch.pid" "$DOCKER_SOCK"; then
 		say "docker: starting (pid $(pid_of "$DIR/docker/launch.pid"))"
@@ -121,6 +173,7 @@ start_docker() {
 	driver=$(storage_driver)
 	[ "$driver" = overlay ] && driver=overlay2
 	mkdir -p "$DIR/docker"
+	make_certs
 	rm -f "$DOCKER_SOCK" "$DIR/docker/pid"
 	echo '{}' | write_if_changed "$DIR/daemon.json"
 	local note=
@@ -131,6 +184,9 @@ start_docker() {
 		note=" (sharing the system containerd, namespace hutch)"
 	launch "$DIR/docker.log" dockerd \
 		--host "unix://$DOCKER_SOCK" \
+		--host "tcp://127.0.0.1:$TLS_PORT" --tlsverify \
+		--tlscacert "$TLS_DIR/ca.pem" --tlscert "$TLS_DIR/server-cert.pem" \
+		--tlskey "$TLS_DIR/server-key.pem" \
 		--config-file "$DIR/daemon.json" \
 		--data-root "$DIR/docker/data" \
 		--exec-root "$DIR/docker/exec" \
@@ -303,22 +359,32 @@ cmd_status() {
 	return $rc
 }
 
+cmd_restart_docker() {
+	[ "$(id -u)" -eq 0 ] || die "must run as root (rootful engines)"
+	stop_daemon docker "$DIR/docker/launch.pid" "$DOCKER_SOCK"
+	start_docker
+	wait_ready docker "$DOCKER_SOCK" "$DIR/docker/launch.pid" "$DIR/docker.log"
+}
+
 cmd_env() {
 	printf 'export HUTCH_TEST_DOCKER=unix://%s\n' "$DOCKER_SOCK"
 	printf 'export HUTCH_TEST_PODMAN=unix://%s\n' "$PODMAN_SOCK"
+	# Docker's TLS listener and a DOCKER_CERT_PATH for it (tls.test).
+	printf 'export HUTCH_TEST_DOCKER_TLS=tcp://127.0.0.1:%s\n' "$TLS_PORT"
+	printf 'export HUTCH_TEST_DOCKER_CERTS=%s\n' "$TLS_DIR/client"
 }
 
 case "${1:-}" in
-start | stop)
+start | stop | restart-docker)
 	mkdir -p "$DIR"
 	# One start/stop at a time per state directory.
 	exec 9>"$DIR/.lock"
 	flock 9
-	"cmd_$1"
+	"cmd_${1//-/_}"
 	;;
 status | env) "cmd_$1" ;;
 *)
-	echo "usage: $0 start|stop|status|env" >&2
+	echo "usage: $0 start|stop|restart-docker|status|env" >&2
 	exit 2
 	;;
 esac

@@ -11,7 +11,9 @@
 #   5. make check: unit tests, then the integration and MCP end-to-end
 #      tests against both engines; HUTCH_MUST_RUN=1 makes a missing engine
 #      a failure
-#   6. make distcheck (skip with --no-distcheck): the release tarball builds
+#   6. valgrind: the unit tests and the fuzz corpora under memcheck
+#   7. the whole of step 5 again on an ASan+UBSan build (build-san/)
+#   8. make distcheck (skip with --no-distcheck): the release tarball builds
 #      and its unit tests pass; its integration tests skip, they just ran
 #
 # The last line is "N passed, N failed[, N skipped]" (automake's counts; a
@@ -167,9 +169,64 @@ if ! run check env HUTCH_MUST_RUN=1 timeout --kill-after=30 \
 	show_failures
 fi
 
+step "valgrind: the unit tests and the fuzz corpora (memcheck, definite leaks)"
+# Criterion runs each test in a child it execs, which valgrind follows
+# (but not into the static in-container agent some tests start); with -q
+# valgrind writes only errors, so any non-empty log is a failure.
+# editmatch/large_inputs_are_bounded runs the matcher to its work budget,
+# which valgrind would take minutes for.
+valgrind_unit() {
+	local logs=$top/valgrind-logs t bad
+	rm -rf "$logs"
+	mkdir -p "$logs"
+	for t in tests/unit/test-units tests/unit/test-fake-engine tests/unit/test-mcp \
+		tests/fuzz/replay; do
+		[ -x "$t" ] || { echo "test: $t was not built" >&2; return 1; }
+		echo "valgrind: $t"
+		set -- "$t"
+		[ "$t" = tests/fuzz/replay ] || set -- "$t" -j"$jobs" \
+			--filter '!(editmatch/large_inputs_are_bounded)'
+		timeout --kill-after=30 "${HUTCH_VALGRIND_TIMEOUT:-900}" \
+			./libtool --mode=execute valgrind -q --trace-children=yes \
+			--trace-children-skip='*/hutch-agent' --log-file="$logs/%p.log" \
+			--leak-check=full --errors-for-leak-kinds=definite "$@" \
+			>"$logs/${t##*/}.out" 2>&1 ||
+			{ tail -n 20 "$logs/${t##*/}.out"; return 1; }
+		tail -n 1 "$logs/${t##*/}.out"
+	done
+	bad=$(find "$logs" -name '[0-9]*.log' -size +0)
+	[ -z "$bad" ] || { cat $bad; return 1; }
+}
+run valgrind valgrind_unit
+
+step "sanitizers: build-san/, ASan+UBSan, make -j$jobs check (HUTCH_MUST_RUN=1)"
+# The whole suite again (unit, fuzz corpora, integration and MCP tests on
+# both engines) on a build with --enable-sanitizers, out of tree: the
+# distribution's files (make distdir) configured in build-san/build.  The
+# first error stops the process that made it, which fails its test.
+sanitizers() (
+	rm -rf build-san && mkdir build-san &&
+	make distdir distdir="$top/build-san/src" >/dev/null &&
+	{ [ ! -d tests/mcp/node_modules ] ||
+		ln -s "$top/tests/mcp/node_modules" build-san/src/tests/mcp/node_modules; } &&
+	mkdir build-san/build &&
+	cd build-san/build &&
+	../src/configure --enable-sanitizers --enable-werror >configure.out &&
+	make -j"$jobs" >make.out &&
+	env HUTCH_MUST_RUN=1 \
+		ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+		LSAN_OPTIONS=suppressions="$top/tests/lsan.supp" \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		timeout --kill-after=30 "${HUTCH_CHECK_TIMEOUT:-2700}" make -j"$jobs" check
+)
+if ! run sanitizers sanitizers; then
+	sed '/^\.\. contents::/q' build-san/build/test-suite.log 2>/dev/null
+fi
+
 if [ -n "$distcheck" ]; then
 	step "make distcheck (integration tests skip: they just ran)"
 	run distcheck env -u HUTCH_TEST_DOCKER -u HUTCH_TEST_PODMAN \
+		-u HUTCH_TEST_DOCKER_TLS -u HUTCH_TEST_DOCKER_CERTS \
 		-u HUTCH_MUST_RUN -u CI timeout --kill-after=30 \
 		"${HUTCH_DISTCHECK_TIMEOUT:-1800}" make -j"$jobs" distcheck
 fi

@@ -1,10 +1,15 @@
 /*
  * hutch/engine.h - a connection to one Docker-compatible container engine
  *
- * A hutch_engine speaks the engine's REST API over a unix socket or tcp://
- * with libcurl.  Requests reuse keep-alive connections from a small pool, so
- * a program that makes calls one after another uses one connection.  A handle
- * may be shared between threads; every call on it is thread-safe.
+ * A hutch_engine speaks the engine's REST API over a unix socket or TCP
+ * (plain or TLS) with libcurl.  Requests reuse keep-alive connections from
+ * a pool, so a program that makes calls one after another uses one
+ * connection, and N threads calling at once keep N connections (up to 128
+ * idle ones).
+ *
+ * Threads: a handle may be shared between threads; every call on it is
+ * thread-safe, and the strings its getters return stay valid until
+ * hutch_engine_free().  Free it only when no other thread uses it.
  */
 #ifndef HUTCH_ENGINE_H
 #define HUTCH_ENGINE_H
@@ -25,15 +30,26 @@ typedef enum {
 
 /*
  * Open a handle on the engine at `url` ("unix:///path", "/path",
- * "tcp://host:port" or "http://host:port").  With url == NULL the engine is
- * looked for in HUTCH_ENGINE, DOCKER_HOST, CONTAINER_HOST and then the usual
- * sockets of rootful and rootless Docker and Podman; the first socket that
- * exists is used and the next ones are tried if it refuses connections.
- * No request is made here.
+ * "tcp://host:port", "https://host:port" or "http://host:port").  With
+ * url == NULL the engine is looked for in HUTCH_ENGINE, DOCKER_HOST,
+ * CONTAINER_HOST and then the usual sockets of rootful and rootless Docker
+ * and Podman; the first socket that exists is used and the next ones are
+ * tried if it refuses connections.  No request is made here.
  *
- * Returns 0, HUTCH_EINVALID for a URL hutch cannot use, HUTCH_EUNREACHABLE
- * when discovery found nothing.  `*out` belongs to the caller
- * (hutch_engine_free).
+ * TLS, as the docker client reads its environment: tcp:// uses TLS when
+ * DOCKER_TLS_VERIFY (any non-empty value) or DOCKER_TLS is set; https://
+ * always does, http:// never.  DOCKER_CERT_PATH (default ~/.docker) holds
+ * ca.pem, which the engine's certificate must be signed by (without it, the
+ * system's CAs), and cert.pem and key.pem, the client certificate offered
+ * to the engine.  The engine's certificate is always verified (also with
+ * DOCKER_TLS alone, where docker would not).  With DOCKER_TLS_VERIFY and
+ * DOCKER_CERT_PATH both set, all three files must be readable.
+ *
+ * Returns 0, HUTCH_EINVALID for a URL hutch cannot use or missing TLS
+ * files (the message names the file), HUTCH_EUNREACHABLE when discovery
+ * found nothing.  A TLS handshake that fails (unknown CA, certificate
+ * refused) fails the first request with HUTCH_EUNREACHABLE.  `*out`
+ * belongs to the caller (hutch_engine_free).
  */
 int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err);
 
@@ -49,6 +65,9 @@ const char *hutch_engine_source(const hutch_engine *engine);
 
 /* The API version prefix hutch pins, e.g. "1.41".  Borrowed. */
 const char *hutch_engine_api_version(const hutch_engine *engine);
+
+/* 1 when requests go over TLS. */
+int hutch_engine_tls(const hutch_engine *engine);
 
 /* GET /_ping.  0 when the engine answered. */
 int hutch_engine_ping(hutch_engine *engine, hutch_error **err);

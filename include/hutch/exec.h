@@ -97,6 +97,17 @@ uint64_t hutch_exec_result_duration_ms(const hutch_exec_result *res);
 /* 1 when the session's container was gone or stopped, was brought back, and
  * the command was tried again (not for the lazy creation of a new session). */
 int hutch_exec_result_retried(const hutch_exec_result *res);
+/*
+ * 1 when the kernel's OOM killer acted in the session while the command
+ * ran (it reached the session's memory limit): usually the command itself
+ * or one of its processes was killed (exit code 137 when it was the
+ * command).  hutch's agent reads the memory cgroup's oom_kill count before
+ * and after the command and says so on stderr ("hutch: out of memory:
+ * ..."); that line is what this reports.  The count is the container's, so
+ * a command running beside the one that was killed may see it too, and a
+ * command that prints the line itself mislabels only its own result.
+ */
+int hutch_exec_result_oom(const hutch_exec_result *res);
 
 /*
  * Captured output of one stream.  `*data` is borrowed (NUL-terminated for
@@ -120,8 +131,8 @@ void hutch_exec_result_free(hutch_exec_result *res);
 /*
  * Render the result as one JSON object: session, argv, exit_code, status,
  * stdout, stderr, stdout_bytes, stderr_bytes, stdout_truncated,
- * stderr_truncated, stdout_omitted_bytes, stderr_omitted_bytes, retried,
- * duration_ms.  Output that is not valid UTF-8 is repaired (U+FFFD) so the
+ * stderr_truncated, stdout_omitted_bytes, stderr_omitted_bytes, oom,
+ * retried, duration_ms.  Output that is not valid UTF-8 is repaired (U+FFFD) so the
  * document is always valid JSON.  `*out` is a NUL-terminated string that
  * belongs to the caller (free()).
  */

@@ -9,6 +9,17 @@
  * volume also records the session's configuration, so a container removed
  * from outside is recreated as it was.
  *
+ * Containers are locked down: no network, every capability dropped,
+ * no-new-privileges, hutch's agent as PID 1 (an init that ignores signals
+ * sent from inside), and limits on memory, CPU and processes.  Commands run
+ * as an unprivileged user: 1000:1000, or the image's "sandbox" user by name
+ * when it has other ids (a bind-mounted workspace: its owner, never root).
+ * A workspace volume's root is given to that user.  The
+ * configuration is recorded on the container (labels "dev.hutch.*") and on
+ * the session's volumes.  Settings the caller gives that differ from the
+ * record of an existing session are an error (HUTCH_ECONFLICT) unless the
+ * caller asks to recreate; settings not given keep the recorded ones.
+ *
  * Threads: a hutch_session handle is used by one thread at a time (it
  * adopts the recorded configuration while it recreates a container); open
  * one handle per thread on a shared hutch_engine, which is thread-safe.
@@ -17,6 +28,7 @@
 #define HUTCH_SESSION_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <hutch/engine.h>
 #include <hutch/error.h>
 
@@ -34,9 +46,36 @@ typedef struct {
 	const char *workspace;   /* host directory to bind mount, or NULL */
 	const char *const *env;  /* "K=V" strings for the container, or NULL */
 	size_t env_count;
+	/* Lockdown.  0 / NULL: what the session recorded, else the default. */
+	const char *user;        /* "NAME", "UID" or "UID:GID"; "root" allowed */
+	int64_t memory;          /* bytes, at least HUTCH_SESSION_MIN_MEMORY */
+	int64_t nano_cpus;       /* 1000000000 = one CPU, at least 10000000 */
+	int64_t pids;            /* at least HUTCH_SESSION_MIN_PIDS */
+	const char *const *cap_add; /* names ("NET_RAW" or "CAP_NET_RAW");
+				       non-NULL with count 0: explicitly none */
+	size_t cap_add_count;
+	const char *network;     /* an engine network; "none" is the default */
+	int read_only;           /* 1: read-only root filesystem (writable /tmp
+				    and /workspace), -1: writable, 0: unset */
+	int recreate;            /* 1: an existing container whose record
+				    differs from these options is replaced
+				    (the workspace is kept) */
+	/* Secrets, "NAME=VALUE" (see hutch_session_set_secrets).  Never
+	 * recorded: give them to every handle that should use them. */
+	const char *const *secrets;
+	size_t secret_count;
 } hutch_session_options;
 
-#define HUTCH_SESSION_OPTIONS_INIT { HUTCH_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, 0 }
+#define HUTCH_SESSION_DEFAULT_MEMORY (2LL << 30)        /* 2 GiB */
+#define HUTCH_SESSION_DEFAULT_NANO_CPUS 1000000000LL    /* one CPU */
+#define HUTCH_SESSION_DEFAULT_PIDS 1024
+#define HUTCH_SESSION_DEFAULT_USER "1000:1000"
+#define HUTCH_SESSION_MIN_MEMORY (6LL << 20)            /* Docker's floor */
+#define HUTCH_SESSION_MIN_PIDS 16
+
+#define HUTCH_SESSION_OPTIONS_INIT \
+	{ HUTCH_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, 0, \
+	  NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
 
 /* The default image when neither the options nor $HUTCH_IMAGE name one. */
 const char *hutch_default_image(void);
@@ -59,6 +98,32 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 /* Accepts NULL.  Does not touch the container. */
 void hutch_session_free(hutch_session *session);
 
+/*
+ * Give the handle secrets, "NAME=VALUE" each (NAME as for an environment
+ * variable, VALUE 4 to 4096 bytes; at most 32, 16 KiB in all), replacing
+ * the ones it had (count 0: none).  They are copied.
+ *
+ * Each secret is put in the environment of every command hutch_exec_run
+ * runs on this handle, for that command only: never in the container's
+ * configuration, so inspecting the container or reading its PID 1's
+ * environment does not show it.  (The file tools get none.)
+ *
+ * Everything the handle returns has each secret's value replaced by
+ * "[REDACTED]": exec output as it streams (also when the value is cut
+ * across reads, frames or the capture's cap), the file tools' results
+ * (contents, grep lines, paths) and error messages; so are the value's hex
+ * encoding (lower or upper case) and base64 encodings (standard or URL
+ * alphabet, padded or not, at any alignment).  Output that transforms the
+ * value otherwise (reversed, split by other bytes, base64 wrapped across
+ * lines) is not caught: redaction stops accidents, not a hostile command.
+ *
+ * Returns 0 or HUTCH_EINVALID (the message names the secret, never shows
+ * its value), leaving the handle as it was.
+ */
+int hutch_session_set_secrets(hutch_session *session,
+			      const char *const *secrets, size_t count,
+			      hutch_error **err);
+
 /* Borrowed. */
 const char *hutch_session_name(const hutch_session *session);
 hutch_engine *hutch_session_engine(const hutch_session *session);
@@ -68,6 +133,10 @@ hutch_engine *hutch_session_engine(const hutch_session *session);
  * volume) when missing, start it when stopped.  Safe against other processes
  * doing the same at the same moment: exactly one container results.
  * `*created` (may be NULL) is set to 1 when this call created the container.
+ * HUTCH_ECONFLICT, with the differing settings named, when the session
+ * exists with another configuration than the options given to
+ * hutch_session_open asked for (unless they set `recreate`); HUTCH_EINVALID
+ * when a bind-mounted workspace belongs to root and no user was chosen.
  */
 int hutch_session_ensure(hutch_session *session, int *created,
 			 hutch_error **err);
@@ -81,6 +150,12 @@ typedef struct {
 	char *workspace;    /* host directory, or "volume:NAME" */
 	char *hutch_version;
 	long long created;  /* unix seconds the session was created */
+	/* The recorded lockdown; NULL / -1 for a session made before it. */
+	char *user;         /* as the container was created with it */
+	int64_t memory, nano_cpus, pids;
+	char *cap_add;      /* comma-separated, "" for none */
+	char *network;
+	int read_only;      /* 1, 0, or -1 */
 } hutch_session_info;
 
 /* Describe one session.  HUTCH_ENOTFOUND when neither its container nor its

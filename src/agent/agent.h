@@ -23,6 +23,11 @@
 /* Tags are [A-Za-z0-9_-]{1,64}; they appear verbatim in /proc/PID/cmdline. */
 #define AGENT_TAG_MAX		64
 
+/* The line "run" writes on stderr when the kernel's OOM killer acted in the
+ * container while the command ran; exec.c looks for it. */
+#define AGENT_OOM_LINE "hutch: out of memory: the session reached its memory " \
+	"limit and the kernel killed a process while this command ran"
+
 /* Exit codes shared with the hutch library. */
 #define AGENT_EXIT_FAIL		1	/* kill: tree could not be emptied */
 #define AGENT_EXIT_USAGE	2	/* bad command line */

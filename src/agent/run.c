@@ -49,9 +49,21 @@ static void reap_all(void)
 		;
 }
 
+/*
+ * A signal sent from inside the container: by a process of its own pid
+ * namespace, which the kernel names by its pid there.  The engine's stop
+ * and kill come from outside, where the sender has no pid in ours (0).
+ */
+static bool from_inside(const siginfo_t *info)
+{
+	return (info->si_code == SI_USER || info->si_code == SI_QUEUE ||
+		info->si_code == SI_TKILL) && info->si_pid != 0;
+}
+
 int agent_sleep(int argc, char **argv)
 {
 	sigset_t set;
+	siginfo_t info;
 	int sig;
 
 	if (argc != 1) {
@@ -74,14 +86,28 @@ int agent_sleep(int argc, char **argv)
 		agent_err("sigprocmask: %m");
 		return 1;
 	}
+	/*
+	 * Commands run as the same user as we do.  Not dumpable, so they
+	 * cannot ptrace us (that takes CAP_SYS_PTRACE, which they lack) nor
+	 * write our /proc/1/mem.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	for (;;) {
-		sig = sigwaitinfo(&set, NULL);
+		sig = sigwaitinfo(&set, &info);
 		if (sig < 0) {
 			if (errno == EINTR)	/* e.g. after SIGSTOP/SIGCONT */
 				continue;
 			agent_err("sigwaitinfo: %m");
 			return 1;
 		}
+		/*
+		 * As the container's init, "kill 1" from a command must not
+		 * stop the sandbox: only the engine (from outside) may.  The
+		 * kernel already drops SIGKILL and SIGSTOP sent to a
+		 * namespace's init from within it.
+		 */
+		if (sig != SIGCHLD && getpid() == 1 && from_inside(&info))
+			continue;
 		if (sig != SIGCHLD)
 			return 0;
 		/* Only as pid 1 do we have children: orphans of the container. */
@@ -397,12 +423,70 @@ static int supervise(pid_t child, const struct run_opts *o,
 	}
 }
 
+/* One "KEY N" line of a small cgroup file, or with no key the number it
+ * holds ("max": -1); -1 when it cannot be read. */
+static long long cgroup_value(const char *path, const char *key)
+{
+	char buf[4096], *p;
+	size_t klen = key ? strlen(key) : 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (!key)
+		return strncmp(buf, "max", 3) == 0 ? -1 : strtoll(buf, NULL, 10);
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ')
+			return strtoll(p + klen + 1, NULL, 10);
+	return -1;
+}
+
+/*
+ * How many times the kernel's OOM killer has acted in this container's
+ * memory cgroup: cgroup v2 memory.events, or v1 memory.oom_control (which
+ * has the count since Linux 4.13).  Both are readable by any user.
+ */
+static long long oom_kills(void)
+{
+	long long n = cgroup_value("/sys/fs/cgroup/memory.events", "oom_kill");
+
+	return n >= 0 ? n : cgroup_value("/sys/fs/cgroup/memory/memory.oom_control",
+					  "oom_kill");
+}
+
+static void report_oom(void)
+{
+	long long limit = cgroup_value("/sys/fs/cgroup/memory.max", NULL);
+	char line[256];
+	int n;
+
+	if (limit < 0)
+		limit = cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes", NULL);
+	/* The library recognises this line (exec.c); keep them in step. */
+	if (limit > 0 && limit < (1LL << 50))
+		n = snprintf(line, sizeof(line), AGENT_OOM_LINE " (memory limit %lld MiB)\n",
+			     limit >> 20);
+	else
+		n = snprintf(line, sizeof(line), AGENT_OOM_LINE "\n");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* Nowhere left to report it. */
+	}
+}
+
 int agent_run(int argc, char **argv)
 {
 	struct run_opts o = { 0 };
 	struct timespec deadline = { 0 };
 	sigset_t set;
 	pid_t child;
+	long long ooms;
+	int code;
 
 	if (parse_run_args(argc, argv, &o) < 0)
 		return AGENT_EXIT_USAGE;
@@ -438,6 +522,7 @@ int agent_run(int argc, char **argv)
 	if (o.deadline_ms)
 		deadline_from_now(o.deadline_ms, &deadline);
 
+	ooms = oom_kills();
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
@@ -445,5 +530,10 @@ int agent_run(int argc, char **argv)
 	}
 	if (child == 0)
 		child_exec(o.argv);
-	return supervise(child, &o, &set, &deadline);
+	code = supervise(child, &o, &set, &deadline);
+	/* The count is the container's: a kill while this command ran may
+	 * have hit a command running beside it, which the line says. */
+	if (ooms >= 0 && oom_kills() > ooms)
+		report_oom();
+	return code;
 }

@@ -45,6 +45,16 @@ const char *cli_env_entry(const char *arg, char **owned);
 int cli_env_add(cli_strv *env, cli_strv *owned, const char *arg);
 void cli_env_free(cli_strv *env, cli_strv *owned);
 
+/* Secrets for a session handle (hutch_session_set_secrets), as "NAME=VALUE"
+ * entries that `secrets` owns: --secret NAME takes hutch's own $NAME,
+ * --secret NAME=@FILE the file's contents (one trailing newline dropped);
+ * a value on the command line is refused, `ps` would show it.
+ * cli_secrets_from_env adds each NAME of $HUTCH_SECRETS ("A,B") not given
+ * already.  -1 with an error said.  cli_secrets_free wipes the values. */
+int cli_secret_add(cli_strv *secrets, const char *arg);
+int cli_secrets_from_env(cli_strv *secrets);
+void cli_secrets_free(cli_strv *secrets);
+
 /* Parse "120", "1.5" seconds into milliseconds; -1 when invalid. */
 int64_t cli_parse_seconds(const char *s);
 /* Parse "1048576", "64k", "1M", "2G"; -1 when invalid. */
@@ -59,6 +69,8 @@ int cmd_up(cli_globals *g, int argc, char **argv);
 int cmd_sessions(cli_globals *g, int argc, char **argv);
 int cmd_rm(cli_globals *g, int argc, char **argv);
 int cmd_doctor(cli_globals *g, int argc, char **argv);
+/* cmd_batch.c */
+int cmd_batch(cli_globals *g, int argc, char **argv);
 /* cmd_mcp.c */
 int cmd_mcp(cli_globals *g, int argc, char **argv);
 /* cmd_fs.c */

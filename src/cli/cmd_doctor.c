@@ -61,6 +61,7 @@ int cmd_doctor(cli_globals *g, int argc, char **argv)
 	}
 	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
 	json_object_object_add(report, "engine_source", json_object_new_string(hutch_engine_source(engine)));
+	json_object_object_add(report, "engine_tls", json_object_new_boolean(hutch_engine_tls(engine)));
 	if (hutch_engine_info_get(&info, engine, &err) < 0) {
 		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
 		hutch_error_free(err);
@@ -104,8 +105,9 @@ report:
 
 		printf("hutch          %s\n", hutch_version());
 		if (json_object_object_get_ex(report, "engine_url", &v))
-			printf("engine URL     %s (from %s)\n", json_object_get_string(v),
-			       hutch_engine_source(engine));
+			printf("engine URL     %s (from %s%s)\n", json_object_get_string(v),
+			       hutch_engine_source(engine),
+			       hutch_engine_tls(engine) ? ", TLS" : "");
 		if (info) {
 			printf("engine         %s %s, API %s (min %s), %s/%s\n", info->name,
 			       info->version ? info->version : "?",

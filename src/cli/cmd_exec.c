@@ -46,7 +46,7 @@ static void usage_exec(const char *cmd)
 {
 	fprintf(stderr,
 		"usage: hutch %s SESSION [--timeout SEC] [--workdir DIR] [--env K=V]... "
-		"[--json] [--max-output BYTES] %s\n",
+		"[--secret NAME[=@FILE]]... [--json] [--max-output BYTES] %s\n",
 		cmd, strcmp(cmd, "sh") == 0 ? "'SHELL COMMAND'" : "[--] ARGV...");
 }
 
@@ -85,12 +85,13 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 		{ "env", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "max-output", required_argument, NULL, 'm' },
+		{ "secret", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmdname = shell ? "sh" : "exec";
 	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 };
+	cli_strv env = { 0 }, owned_env = { 0 }, secrets = { 0 };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_exec_result *res = NULL;
@@ -131,6 +132,10 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 				if (cli_env_add(&env, &owned_env, optarg) < 0)
 					goto out;
 				break;
+			case 's':
+				if (cli_secret_add(&secrets, optarg) < 0)
+					goto out;
+				break;
 			case 'j':
 				json_out = 1;
 				break;
@@ -159,6 +164,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 			name = argv[optind++];
 		}
 	}
+	if (cli_secrets_from_env(&secrets) < 0)
+		goto out;
 	if (optind >= argc) {
 		cli_error("%s: no command given", cmdname);
 		usage_exec(cmdname);
@@ -202,6 +209,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	if ((rc = cli_engine(g, &engine)) != 0)
 		goto out;
 	if (hutch_session_open(&session, engine, name, NULL, &err) < 0 ||
+	    (secrets.n &&
+	     hutch_session_set_secrets(session, secrets.v, secrets.n, &err) < 0) ||
 	    hutch_exec_run(&res, session, &o, &err) < 0) {
 		if (json_out) {
 			rc = print_json_error(hutch_session_name_valid(name) ? name : "",
@@ -258,6 +267,7 @@ out:
 	free(json);
 	free(workdir);
 	cli_env_free(&env, &owned_env);
+	cli_secrets_free(&secrets);
 	hutch_exec_result_free(res);
 	hutch_session_free(session);
 	hutch_engine_free(engine);

@@ -51,7 +51,8 @@ static void on_signal(int sig)
 
 static void usage(enum tool t)
 {
-	fprintf(stderr, "usage: hutch %s [--json] [--timeout SEC]\n", tools[t].usage);
+	fprintf(stderr, "usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
+		tools[t].usage);
 }
 
 /* Short names for --json errors, stable for scripts and agents. */
@@ -230,11 +231,12 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		{ "ignore-case", no_argument, NULL, 'i' },
 		{ "max", required_argument, NULL, 'm' },
 		{ "type", required_argument, NULL, 'T' },
+		{ "secret", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	const struct tool_info *ti = &tools[t];
-	cli_strv include = { 0 };
+	cli_strv include = { 0 }, secrets = { 0 };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_fs_result *res = NULL;
@@ -247,7 +249,7 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 	struct sigaction sa;
 
 	while ((c = getopt_long(argc, argv, "hi", opts, NULL)) != -1) {
-		if (c != 'j' && c != 't' && c != 'h' &&
+		if (c != 'j' && c != 't' && c != 'h' && c != 's' &&
 		    (c == '?' || !strchr(ti->opts, c))) {
 			if (c != '?')
 				cli_error("%s: option '%s' does not apply", ti->name,
@@ -257,11 +259,16 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		}
 		switch (c) {
 		case 'h':
-			printf("usage: hutch %s [--json] [--timeout SEC]\n", ti->usage);
+			printf("usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
+			       ti->usage);
 			rc = 0;
 			goto out;
 		case 'j':
 			json = 1;
+			break;
+		case 's':
+			if (cli_secret_add(&secrets, optarg) < 0)
+				goto out;
 			break;
 		case 't':
 			v = cli_parse_seconds(optarg);
@@ -335,6 +342,8 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 	}
 	o.include = include.v;
 	o.include_count = include.n;
+	if (cli_secrets_from_env(&secrets) < 0)
+		goto out;
 
 	if (t == T_WRITE && !content) {
 		if (read_stdin(&stdin_buf, &content_len) < 0)
@@ -344,7 +353,9 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 
 	if ((rc = cli_engine(g, &engine)) != 0)
 		goto out;
-	if (hutch_session_open(&session, engine, args[0], NULL, &err) < 0) {
+	if (hutch_session_open(&session, engine, args[0], NULL, &err) < 0 ||
+	    (secrets.n &&
+	     hutch_session_set_secrets(session, secrets.v, secrets.n, &err) < 0)) {
 		rc = fail(err, json);
 		goto out;
 	}
@@ -406,6 +417,7 @@ out:
 	hutch_cancel_free(interrupt);
 	interrupt = NULL;
 	cli_strv_free(&include);
+	cli_secrets_free(&secrets);
 	free(stdin_buf);
 	return rc;
 }

@@ -21,7 +21,7 @@
 #include "mcp.h"
 
 #define USAGE_MCP "usage: hutch mcp [--session NAME] [--rm] [--image IMG] " \
-		  "[--workspace DIR] [--env K=V]..."
+		  "[--workspace DIR] [--env K=V]... [--secret NAME[=@FILE]]..."
 
 /* SIGINT/SIGTERM/SIGHUP end the server as EOF on stdin does: running
  * commands are killed in the container, then --rm applies. */
@@ -65,12 +65,13 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 		{ "image", required_argument, NULL, 'i' },
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "env", required_argument, NULL, 'e' },
+		{ "secret", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	mcp_config cfg;
 	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 };
+	cli_strv env = { 0 }, owned_env = { 0 }, secrets = { 0 };
 	char name[16], workspace[PATH_MAX];
 	const char *session = NULL;
 	struct sigaction sa;
@@ -105,6 +106,13 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 			if (cli_env_add(&env, &owned_env, optarg) < 0)
 				goto out;
 			break;
+		case 'S':
+			/* Every tool call's session handle gets them through
+			 * the session options: in exec's environment, and
+			 * redacted from every result. */
+			if (cli_secret_add(&secrets, optarg) < 0)
+				goto out;
+			break;
 		case 'h':
 			puts(USAGE_MCP);
 			rc = 0;
@@ -133,6 +141,24 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 	}
 	so.env = env.v;
 	so.env_count = env.n;
+	if (cli_secrets_from_env(&secrets) < 0)
+		goto out;
+	so.secrets = secrets.v;
+	so.secret_count = secrets.n;
+	if (secrets.n) {
+		/* Refuse bad secrets now, not in every tool call. */
+		hutch_session *probe = NULL;
+		hutch_error *err = NULL;
+
+		if (hutch_session_open(&probe, NULL, session, NULL, &err) < 0 ||
+		    hutch_session_set_secrets(probe, secrets.v, secrets.n, &err) < 0) {
+			cli_error("mcp: %s", hutch_error_message(err));
+			hutch_error_free(err);
+			hutch_session_free(probe);
+			goto out;
+		}
+		hutch_session_free(probe);
+	}
 
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		cli_error("mcp: pipe: %s", strerror(errno));
@@ -157,5 +183,6 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 	rc = mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO) < 0 ? EXIT_HUTCH_FAILED : 0;
 out:
 	cli_env_free(&env, &owned_env);
+	cli_secrets_free(&secrets);
 	return rc;
 }

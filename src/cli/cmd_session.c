@@ -15,7 +15,9 @@
 #include "cli.h"
 
 #define USAGE_UP "usage: hutch up SESSION [--image IMG] [--workspace DIR | --seed DIR " \
-		 "[--exclude GLOB]...] [--env K=V]... [--json]"
+		 "[--exclude GLOB]...] [--env K=V]... [--user USER] [--memory SIZE] " \
+		 "[--cpus N] [--pids N] [--cap-add CAP]... [--network NAME] " \
+		 "[--read-only | --no-read-only] [--recreate] [--json]"
 
 /* Raised by SIGINT/SIGTERM/SIGHUP while `up --seed` copies: the copy stops
  * and the half-seeded session is removed instead of being left behind. */
@@ -83,7 +85,84 @@ static json_object *info_json(const hutch_session_info *i)
 	json_object_object_add(o, "workspace", i->workspace ? json_object_new_string(i->workspace) : NULL);
 	json_object_object_add(o, "hutch_version", i->hutch_version ? json_object_new_string(i->hutch_version) : NULL);
 	json_object_object_add(o, "created", json_object_new_int64(i->created));
+	/* The lockdown, null for a session made before hutch recorded it. */
+	json_object_object_add(o, "user", i->user ? json_object_new_string(i->user) : NULL);
+	json_object_object_add(o, "memory", i->memory >= 0 ? json_object_new_int64(i->memory) : NULL);
+	json_object_object_add(o, "cpus", i->nano_cpus >= 0 ?
+			       json_object_new_double((double)i->nano_cpus / 1e9) : NULL);
+	json_object_object_add(o, "pids", i->pids >= 0 ? json_object_new_int64(i->pids) : NULL);
+	if (i->cap_add) {
+		json_object *caps = json_object_new_array();
+
+		for (const char *p = i->cap_add; caps && *p;) {
+			size_t n = strcspn(p, ",");
+
+			if (n)
+				json_object_array_add(caps, json_object_new_string_len(p, (int)n));
+			p += n;
+			if (*p)
+				p++;
+		}
+		json_object_object_add(o, "cap_add", caps);
+	} else {
+		json_object_object_add(o, "cap_add", NULL);
+	}
+	json_object_object_add(o, "network", i->network ? json_object_new_string(i->network) : NULL);
+	json_object_object_add(o, "read_only", i->read_only >= 0 ?
+			       json_object_new_boolean(i->read_only) : NULL);
 	return o;
+}
+
+/* "1", "0.5", "2.25": CPUs in billionths; -1 when invalid. */
+static int64_t parse_cpus(const char *s)
+{
+	int64_t whole = 0, frac = 0, scale = 1000000000;
+	const char *p = s;
+
+	if (!*p || *p == '.')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 4096)
+			return -1;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			scale /= 10;
+			if (scale == 0)
+				return -1;
+			frac += (*p - '0') * scale;
+		}
+	}
+	return *p ? -1 : whole * 1000000000 + frac;
+}
+
+/* A whole number of processes; -1 when invalid. */
+static int64_t parse_count(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	return errno || *end || v < 0 ? -1 : v;
+}
+
+static void limits_line(const hutch_session_info *i)
+{
+	if (i->memory < 0) {
+		printf("  limits: none recorded (a session from before hutch locked sessions "
+		       "down: 'hutch up %s --recreate' applies them)\n", i->name);
+		return;
+	}
+	printf("  user %s, memory %lld MiB, cpus %.2f, pids %lld, network %s, "
+	       "capabilities %s%s\n", i->user ? i->user : "-",
+	       (long long)(i->memory >> 20), (double)i->nano_cpus / 1e9,
+	       (long long)i->pids, i->network ? i->network : "-",
+	       i->cap_add && *i->cap_add ? i->cap_add : "none",
+	       i->read_only == 1 ? ", read-only root" : "");
 }
 
 static void print_json(json_object *o)
@@ -115,12 +194,22 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		{ "env", required_argument, NULL, 'e' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "exclude", required_argument, NULL, 'x' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "pids", required_argument, NULL, 'p' },
+		{ "cap-add", required_argument, NULL, 'a' },
+		{ "network", required_argument, NULL, 'n' },
+		{ "read-only", no_argument, NULL, 'r' },
+		{ "no-read-only", no_argument, NULL, 'R' },
+		{ "recreate", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 }, excl = { 0 };
+	cli_strv env = { 0 }, owned_env = { 0 }, excl = { 0 }, caps = { 0 };
+	int caps_none = 0;
 	hutch_sync_stats seeded;
 	const char *seed = NULL;
 	struct stat sst;
@@ -151,6 +240,58 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 				cli_error("out of memory");
 				goto out;
 			}
+			break;
+		case 'u':
+			so.user = optarg;
+			break;
+		case 'm':
+			so.memory = cli_parse_size(optarg);
+			if (so.memory < 0) {
+				cli_error("--memory '%s': expected a size such as 512m or 2g", optarg);
+				goto out;
+			}
+			if (so.memory < HUTCH_SESSION_MIN_MEMORY) {
+				cli_error("--memory '%s': a session needs at least 6m", optarg);
+				goto out;
+			}
+			break;
+		case 'c':
+			so.nano_cpus = parse_cpus(optarg);
+			if (so.nano_cpus <= 0) {
+				cli_error("--cpus '%s': expected a number of CPUs such as 1 or 0.5",
+					  optarg);
+				goto out;
+			}
+			break;
+		case 'p':
+			so.pids = parse_count(optarg);
+			if (so.pids <= 0) {
+				cli_error("--pids '%s': expected a number of processes such as 256",
+					  optarg);
+				goto out;
+			}
+			break;
+		case 'a':
+			/* "none" says: no capability at all, also when the
+			 * session's record had some. */
+			if (strcmp(optarg, "none") == 0)
+				caps_none = 1;
+			else if (cli_strv_add(&caps, optarg) < 0) {
+				cli_error("out of memory");
+				goto out;
+			}
+			break;
+		case 'n':
+			so.network = optarg;
+			break;
+		case 'r':
+			so.read_only = 1;
+			break;
+		case 'R':
+			so.read_only = -1;
+			break;
+		case 'C':
+			so.recreate = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -187,8 +328,22 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		cli_error("seed directory '%s': not a directory", seed);
 		goto out;
 	}
+	if (caps_none && caps.n) {
+		cli_error("--cap-add none excludes naming capabilities");
+		goto out;
+	}
+	if (seed && so.recreate) {
+		cli_error("--seed fills a new session; --recreate keeps an existing one's workspace");
+		goto out;
+	}
 	so.env = env.v;
 	so.env_count = env.n;
+	if (caps.n || caps_none) {
+		static const char *const no_caps[1] = { NULL };
+
+		so.cap_add = caps.n ? caps.v : no_caps;
+		so.cap_add_count = caps.n;
+	}
 	if ((rc = cli_engine(g, &engine)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
@@ -238,6 +393,7 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		if (!o)
 			goto out;
 		json_object_object_add(o, "created_now", json_object_new_boolean(created));
+		json_object_object_add(o, "recreated", json_object_new_boolean(so.recreate && created));
 		if (seed) {
 			json_object *so_ = json_object_new_object();
 
@@ -257,16 +413,18 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		json_object_put(o);
 	} else {
 		printf("%s session %s: container %s, image %s, workspace %s\n",
-		       created ? "created" : "reused", info->name,
+		       !created ? "reused" : so.recreate ? "recreated" : "created", info->name,
 		       info->container ? info->container : "-",
 		       info->image ? info->image : "-",
 		       info->workspace ? info->workspace : "-");
+		limits_line(info);
 		if (seed)
 			cli_sync_summary("seeded", &seeded);
 	}
 	rc = 0;
 out:
 	cli_strv_free(&excl);
+	cli_strv_free(&caps);
 	cli_env_free(&env, &owned_env);
 	hutch_session_info_free(info);
 	hutch_session_free(s);

@@ -34,6 +34,7 @@ static const struct {
 	{ "sessions", cmd_sessions, "sessions [--json | --names]" },
 	{ "rm", cmd_rm, "rm [--force] SESSION... | rm --all" },
 	{ "doctor", cmd_doctor, "doctor [--json]" },
+	{ "batch", cmd_batch, "batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] [--max-output BYTES] [--image IMG]" },
 	{ "mcp", cmd_mcp, "mcp [--session NAME] [--rm] [--image IMG] [--workspace DIR] [--env K=V]...   (MCP server on stdio)" },
 	{ "version", cmd_version, "version" },
 };

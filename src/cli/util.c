@@ -2,6 +2,7 @@
  * util.c - helpers shared by the subcommands
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -160,4 +161,146 @@ void cli_env_free(cli_strv *env, cli_strv *owned)
 		free((char *)owned->v[i]);
 	cli_strv_free(owned);
 	cli_strv_free(env);
+}
+
+/* --- secrets ------------------------------------------------------------ */
+
+/* The value of NAME=@FILE: the file's bytes without one trailing newline
+ * (what `echo TOKEN > FILE` adds), bounded like the library's values. */
+static char *secret_file(const char *name, size_t nlen, const char *path)
+{
+	char buf[4096 + 3];
+	size_t len = 0;
+	ssize_t n;
+	char *entry = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		cli_error("--secret %.*s: %s: %s", (int)nlen, name, path, strerror(errno));
+		return NULL;
+	}
+	while (len < sizeof(buf)) {
+		n = read(fd, buf + len, sizeof(buf) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			cli_error("--secret %.*s: %s: %s", (int)nlen, name, path,
+				  strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len > 0 && buf[len - 1] == '\r')
+		len--;
+	if (len > 4096) {
+		cli_error("--secret %.*s: %s holds more than 4096 bytes", (int)nlen, name,
+			  path);
+		goto out;
+	}
+	if (memchr(buf, '\0', len)) {
+		cli_error("--secret %.*s: %s holds a NUL byte, which no environment "
+			  "variable can", (int)nlen, name, path);
+		goto out;
+	}
+	if (asprintf(&entry, "%.*s=%.*s", (int)nlen, name, (int)len, buf) < 0) {
+		cli_error("out of memory");
+		entry = NULL;
+	}
+out:
+	explicit_bzero(buf, sizeof(buf));
+	close(fd);
+	return entry;
+}
+
+static int secret_given(const cli_strv *secrets, const char *name, size_t nlen)
+{
+	for (size_t i = 0; i < secrets->n; i++)
+		if (strncmp(secrets->v[i], name, nlen) == 0 && secrets->v[i][nlen] == '=')
+			return 1;
+	return 0;
+}
+
+int cli_secret_add(cli_strv *secrets, const char *arg)
+{
+	const char *eq = strchr(arg, '='), *v;
+	size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+	char *entry = NULL;
+
+	if (nlen == 0) {
+		cli_error("invalid --secret '%s': expected NAME or NAME=@FILE", arg);
+		return -1;
+	}
+	if (eq && eq[1] != '@') {
+		/* A value on the command line is in every `ps` listing. */
+		cli_error("--secret %.*s: give the value in hutch's environment "
+			  "(--secret NAME) or a file (--secret NAME=@FILE), not on the "
+			  "command line", (int)nlen, arg);
+		return -1;
+	}
+	if (secret_given(secrets, arg, nlen)) {
+		cli_error("--secret %.*s is given twice", (int)nlen, arg);
+		return -1;
+	}
+	if (eq) {
+		entry = secret_file(arg, nlen, eq + 2);
+	} else {
+		v = getenv(arg);
+		if (!v) {
+			cli_error("--secret %s: %s is not set in hutch's environment", arg, arg);
+			return -1;
+		}
+		if (asprintf(&entry, "%s=%s", arg, v) < 0) {
+			cli_error("out of memory");
+			entry = NULL;
+		}
+	}
+	if (!entry)
+		return -1;
+	if (cli_strv_add(secrets, entry) < 0) {
+		explicit_bzero(entry, strlen(entry));
+		free(entry);
+		cli_error("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int cli_secrets_from_env(cli_strv *secrets)
+{
+	const char *list = getenv("HUTCH_SECRETS"), *p, *end;
+	char name[256];
+
+	for (p = list; p && *p; p = *end ? end + 1 : end) {
+		size_t n;
+
+		end = p + strcspn(p, ", ");
+		n = (size_t)(end - p);
+		if (n == 0)
+			continue;
+		if (n >= sizeof(name)) {
+			cli_error("HUTCH_SECRETS: a name is too long");
+			return -1;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		/* --secret NAME=@FILE given as well: the option wins. */
+		if (secret_given(secrets, name, n))
+			continue;
+		if (cli_secret_add(secrets, name) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void cli_secrets_free(cli_strv *secrets)
+{
+	for (size_t i = 0; i < secrets->n; i++) {
+		explicit_bzero((char *)secrets->v[i], strlen(secrets->v[i]));
+		free((char *)secrets->v[i]);
+	}
+	cli_strv_free(secrets);
 }

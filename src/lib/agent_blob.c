@@ -21,6 +21,13 @@ static size_t tar_len;
 int hutch__tar_add(struct archive *a, const char *path, mode_t type,
 		   mode_t perm, const char *data, size_t len)
 {
+	return hutch__tar_add_owned(a, path, type, perm, 0, 0, data, len);
+}
+
+int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
+			 mode_t perm, unsigned int uid, unsigned int gid,
+			 const char *data, size_t len)
+{
 	struct archive_entry *entry = archive_entry_new();
 	int ok;
 
@@ -29,8 +36,8 @@ int hutch__tar_add(struct archive *a, const char *path, mode_t type,
 	archive_entry_set_pathname(entry, path);
 	archive_entry_set_filetype(entry, type);
 	archive_entry_set_perm(entry, perm);
-	archive_entry_set_uid(entry, 0);
-	archive_entry_set_gid(entry, 0);
+	archive_entry_set_uid(entry, uid);
+	archive_entry_set_gid(entry, gid);
 	archive_entry_set_size(entry, (la_int64_t)len);
 	archive_entry_set_mtime(entry, time(NULL), 0);
 	ok = archive_write_header(a, entry) == ARCHIVE_OK &&
@@ -54,8 +61,7 @@ static void build(void)
 	if (!a ||
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    hutch__tar_add(a, ".hutch", AE_IFDIR, 0755, NULL, 0) < 0 ||
-	    hutch__tar_add(a, ".hutch/hutch-agent", AE_IFREG, 0755,
+	    hutch__tar_add(a, "hutch-agent", AE_IFREG, 0755,
 		      hutch__agent_start, agent_len) < 0 ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);

@@ -11,7 +11,7 @@
 #define HUTCH_AGENT_DIR "/.hutch"
 #define HUTCH_AGENT_PATH "/.hutch/hutch-agent"
 
-/* A tar archive holding .hutch/hutch-agent, to PUT at "/" in a container.
+/* A tar archive holding hutch-agent, to PUT at HUTCH_AGENT_DIR.
  * Built once per process; the bytes are borrowed and live until exit.
  * 0, or -1 when out of memory. */
 int hutch__agent_tar(const char **data, size_t *len);
@@ -22,5 +22,9 @@ struct archive;
  * written; 0 or -1.  `type` is AE_IFREG or AE_IFDIR. */
 int hutch__tar_add(struct archive *a, const char *path, mode_t type,
 		   mode_t perm, const char *data, size_t len);
+/* The same with an owner. */
+int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
+			 mode_t perm, unsigned int uid, unsigned int gid,
+			 const char *data, size_t len);
 
 #endif

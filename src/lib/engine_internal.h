@@ -15,25 +15,46 @@
 
 struct hutch__conn;
 
+/*
+ * Threads: everything below is written by hutch_engine_open only, except
+ * what the comments say.  The URL and socket of every candidate are made
+ * up front and never freed before the handle, so a pointer handed out by
+ * hutch_engine_url() stays valid while another thread moves discovery on
+ * to the next socket.
+ */
 struct hutch_engine {
-	char *url;              /* as the user or discovery gave it */
 	const char *source;     /* where the URL came from */
-	char *socket_path;      /* unix socket, or NULL for tcp */
-	char *base;             /* "http://localhost" or "http://host:port" */
-	char api_version[16];   /* pinned API version, e.g. "1.41" */
-	int negotiated;         /* api_version came from the engine */
+	char **urls;            /* candidate URLs, as the user or discovery
+				   gave them; one unless discovery found more */
+	char **sockets;         /* their unix socket paths (NULL for tcp) */
+	size_t ncandidates;
+	size_t current;         /* index in use; atomic (see http.c) */
+	char *base;             /* "http://localhost", "https://host:port" */
 
-	/* Discovery: sockets that exist, tried in order when one refuses. */
-	char **candidates;
-	size_t ncandidates, current;
+	/* TLS (tcp:// with DOCKER_TLS_VERIFY, or https://): the peer is
+	 * always verified, against tls_ca or the system's CAs. */
+	int tls;
+	char *tls_ca;           /* ca.pem, or NULL: the system's CAs */
+	char *tls_cert;         /* client certificate and key, or NULL */
+	char *tls_key;
 
-	pthread_mutex_t lock;   /* guards pool, api_version and current */
+	/* The API version prefix.  Points at a static "1.41" until an older
+	 * engine makes hutch negotiate; then at negotiated_version, which is
+	 * written once, before the pointer is published (atomic). */
+	const char *api_version;
+	char negotiated_version[16];
+	int negotiated;         /* guarded by lock */
+
+	pthread_mutex_t lock;   /* guards the pool and negotiation */
 	struct hutch__conn *pool;
-	size_t nconns;
+	size_t nconns;          /* idle connections in the pool */
+	size_t busy, peak;      /* connections in use now / at most so far */
+	void *share;            /* CURLSH: TLS sessions and DNS for the pool */
+	pthread_mutex_t share_lock;
 };
 
 struct hutch_cancel {
-	volatile int raised;
+	int raised; /* __atomic_* only: raised from signal handlers and threads */
 };
 
 /* Largest JSON answer hutch reads from an engine. */

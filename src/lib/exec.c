@@ -24,6 +24,7 @@
 #include "demux.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "secrets.h"
 #include "session_internal.h"
 #include "utf8.h"
 
@@ -37,6 +38,7 @@
 struct hutch_exec_result {
 	hutch_exec_status status;
 	int exit_code;
+	int oom;              /* the agent reported an OOM kill */
 	uint64_t duration_ms;
 	int retried;
 	struct {
@@ -107,6 +109,11 @@ int hutch_exec_result_retried(const hutch_exec_result *r)
 	return r->retried;
 }
 
+int hutch_exec_result_oom(const hutch_exec_result *r)
+{
+	return r->oom;
+}
+
 void hutch_exec_result_output(const hutch_exec_result *r, hutch_stream stream,
 			      const char **data, size_t *len, uint64_t *total,
 			      uint64_t *omitted)
@@ -139,29 +146,43 @@ void hutch_exec_result_free(hutch_exec_result *r)
 
 /* ---- one run --------------------------------------------------------- */
 
+struct run;
+
+/* Where one stream's redacted output goes. */
+struct stream_sink {
+	struct run *r;
+	int i;                /* 0 stdout, 1 stderr */
+};
+
 struct run {
 	hutch_session *s;
 	const hutch_exec_options *o;
+	unsigned int flags;   /* HUTCH__EXEC_* */
 	hutch_demux demux;
+	/* Secrets are masked before capture and callback see a byte, so
+	 * neither the capture's cap nor a frame boundary can cut one. */
+	hutch__redactor red[2];
+	struct stream_sink sink[2];
 	hutch_capture cap[2];
 	uint64_t seen;        /* payload bytes delivered so far */
 	int malformed;        /* the stream was not a framed stream */
 	int stopped;          /* the caller's callback asked to stop */
 	int streamed;         /* exec start answered 2xx: a stream began */
 	int oom;
+	/* The end of stderr as the agent wrote it: where its out-of-memory
+	 * line is looked for. */
+	char errtail[320];
+	size_t errtail_len;
 	char tag[32];
 	char exec_id[128];
 };
 
-static int on_frame(int stream, const char *data, size_t len, void *p)
+static int deliver(const char *data, size_t len, void *p)
 {
-	struct run *r = p;
-	int i;
+	struct stream_sink *sink = p;
+	struct run *r = sink->r;
+	int i = sink->i;
 
-	/* Docker's "system error" stream carries the engine's own complaint
-	 * (for instance a failed exec); it is shown where errors go. */
-	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
-	r->seen += len;
 	if (r->o->capture && hutch__capture_add(&r->cap[i], data, len) < 0) {
 		r->oom = 1;
 		return 1;
@@ -173,6 +194,67 @@ static int on_frame(int stream, const char *data, size_t len, void *p)
 		return 1;
 	}
 	return 0;
+}
+
+static void keep_tail(struct run *r, const char *data, size_t len)
+{
+	size_t cap = sizeof(r->errtail);
+
+	if (len >= cap) {
+		memcpy(r->errtail, data + len - cap, cap);
+		r->errtail_len = cap;
+		return;
+	}
+	if (r->errtail_len + len > cap) {
+		size_t drop = r->errtail_len + len - cap;
+
+		memmove(r->errtail, r->errtail + drop, r->errtail_len - drop);
+		r->errtail_len -= drop;
+	}
+	memcpy(r->errtail + r->errtail_len, data, len);
+	r->errtail_len += len;
+}
+
+/* The agent's line when the OOM killer acted while the command ran
+ * (AGENT_OOM_LINE in src/agent/agent.h), at the start of a line in the
+ * end of stderr.  The command could print it too; it would only mislabel
+ * its own result. */
+#define OOM_LINE "hutch: out of memory: "
+
+static int saw_oom(const struct run *r)
+{
+	const char *p = r->errtail, *end = r->errtail + r->errtail_len;
+
+	while ((p = memmem(p, (size_t)(end - p), OOM_LINE, sizeof(OOM_LINE) - 1))) {
+		if (p == r->errtail || p[-1] == '\n')
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+static int on_frame(int stream, const char *data, size_t len, void *p)
+{
+	struct run *r = p;
+	int i;
+
+	/* Docker's "system error" stream carries the engine's own complaint
+	 * (for instance a failed exec); it is shown where errors go. */
+	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
+	r->seen += len;
+	if (i)
+		keep_tail(r, data, len);
+	return hutch__redact_feed(&r->red[i], data, len, deliver, &r->sink[i]);
+}
+
+/* The stream ended: what the redactors held back goes on.  `cut`: it
+ * ended early (timeout, cancel, lost container), so a secret's beginning
+ * at its very end is masked too. */
+static void flush_redaction(struct run *r, int cut)
+{
+	for (int i = 0; i < 2; i++)
+		if (hutch__redact_flush(&r->red[i], cut, deliver, &r->sink[i]))
+			break;
 }
 
 static int on_stream(const char *data, size_t len, void *p)
@@ -231,6 +313,8 @@ static int validate(const hutch_exec_options *o, hutch_error **err)
 static json_object *exec_body(const struct run *r)
 {
 	const hutch_exec_options *o = r->o;
+	const struct hutch__session_secrets *sec =
+		r->flags & HUTCH__EXEC_RAW ? NULL : r->s->secrets;
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
 	json_object *env = json_object_new_array();
 	char deadline[32];
@@ -252,6 +336,10 @@ static json_object *exec_body(const struct run *r)
 	json_object_array_add(cmd, json_object_new_string("--"));
 	for (size_t i = 0; i < o->argc; i++)
 		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
+	/* Secrets go to this exec alone, never to the container's
+	 * configuration; the command's own --env comes after, so it wins. */
+	for (size_t i = 0; sec && i < sec->count; i++)
+		json_object_array_add(env, json_object_new_string(sec->env[i]));
 	for (size_t i = 0; i < o->env_count; i++)
 		json_object_array_add(env, json_object_new_string(o->env[i]));
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
@@ -399,8 +487,10 @@ static int kill_tree(struct run *r, hutch_error **err)
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
 	json_object_object_add(body, "Cmd", cmd);
-	/* Root, so it can kill whatever the command became. */
-	json_object_object_add(body, "User", json_object_new_string("0:0"));
+	/* As the session's user, the exec default, not as root: with every
+	 * capability dropped root could not signal the user's processes
+	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
+	 * command can never become another user. */
 	rc = exec_create(r, body, kill_id, sizeof(kill_id), "create kill exec", err);
 	json_object_put(body);
 	if (rc < 0)
@@ -472,6 +562,13 @@ static int finish_capture(struct run *r, hutch_exec_result *res)
 int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 		   const hutch_exec_options *o, hutch_error **err)
 {
+	return hutch__exec_run(out, s, o, 0, err);
+}
+
+int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
+		    const hutch_exec_options *o, unsigned int flags,
+		    hutch_error **err)
+{
 	struct run r;
 	hutch_exec_result *res = NULL;
 	json_object *body = NULL;
@@ -486,10 +583,22 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 	memset(&r, 0, sizeof(r));
 	r.s = s;
 	r.o = o;
+	r.flags = flags;
 	cap = o->max_output ? o->max_output : HUTCH_EXEC_DEFAULT_MAX_OUTPUT;
 	hutch__capture_init(&r.cap[0], cap);
 	hutch__capture_init(&r.cap[1], cap);
+	for (int i = 0; i < 2; i++) {
+		r.sink[i].r = &r;
+		r.sink[i].i = i;
+	}
 	res = calloc(1, sizeof(*res));
+	if (res && (hutch__redactor_init(&r.red[0], flags & HUTCH__EXEC_RAW ? NULL :
+				hutch__session_redaction(s)) < 0 ||
+		    hutch__redactor_init(&r.red[1], flags & HUTCH__EXEC_RAW ? NULL :
+				hutch__session_redaction(s)) < 0)) {
+		rc = hutch__error_oom(err);
+		goto out;
+	}
 	if (!res || hutch__random_hex(r.tag, sizeof(r.tag)) < 0) {
 		rc = res ? hutch__error_set(err, HUTCH_EFAILED, "no randomness for the exec tag: %s",
 					    strerror(errno))
@@ -623,10 +732,12 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 		}
 		res->status = HUTCH_EXEC_OK;
 		res->exit_code = got == 1 ? code : -1;
+		res->oom = saw_oom(&r);
 		rc = 0;
 	}
 done:
-	if (finish_capture(&r, res) < 0) {
+	flush_redaction(&r, res->status != HUTCH_EXEC_OK);
+	if (r.oom || finish_capture(&r, res) < 0) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
@@ -634,10 +745,15 @@ done:
 	*out = res;
 	res = NULL;
 out:
-	if (rc < 0)
+	if (rc < 0) {
 		hutch__error_wrap(err, rc, "session '%s'", hutch_session_name(s));
+		/* An engine's message may quote what it was sent. */
+		hutch__error_redact(err ? *err : NULL, hutch__session_redaction(s));
+	}
 	hutch_error_free(lerr);
 	json_object_put(body);
+	hutch__redactor_free(&r.red[0]);
+	hutch__redactor_free(&r.red[1]);
 	hutch__capture_free(&r.cap[0]);
 	hutch__capture_free(&r.cap[1]);
 	hutch_exec_result_free(res);
@@ -726,6 +842,7 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 	json_object_object_add(obj, "status", json_object_new_string(hutch_exec_status_name(r->status)));
 	if (add_stream(obj, r, 0, "stdout") < 0 || add_stream(obj, r, 1, "stderr") < 0)
 		goto out;
+	json_object_object_add(obj, "oom", json_object_new_boolean(r->oom));
 	json_object_object_add(obj, "retried", json_object_new_boolean(r->retried));
 	json_object_object_add(obj, "duration_ms", json_object_new_int64((int64_t)r->duration_ms));
 	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -24,6 +24,7 @@
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "secrets.h"
 #include "session_internal.h"
 
 /* The agent keeps every answer far below this (its caps add up to ~8 MiB);
@@ -185,13 +186,15 @@ static int stage(hutch_session *s, struct staged *st, size_t n,
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    hutch__tar_add(a, FS_STAGE_DIR + 1, AE_IFDIR, 0777, NULL, 0) < 0) {
+	    hutch__tar_add(a, FS_STAGE_DIR + sizeof(HUTCH_AGENT_DIR), AE_IFDIR, 0777,
+			   NULL, 0) < 0) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		/* Entry names are relative: the archive is put at "/". */
-		snprintf(name, sizeof(name), "%s", st[i].path + 1);
+		/* Entry names are relative: the archive is put at
+		 * HUTCH_AGENT_DIR. */
+		snprintf(name, sizeof(name), "%s", st[i].path + sizeof(HUTCH_AGENT_DIR));
 		if (hutch__tar_add(a, name, AE_IFREG, 0644, st[i].data, st[i].len) < 0) {
 			rc = hutch__error_oom(err);
 			goto out;
@@ -387,11 +390,85 @@ static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
 	return rc;
 }
 
+/* --- secrets ----------------------------------------------------------------- */
+
+enum { CUT_NO, CUT_IF_ELLIPSIS, CUT_YES };
+
+/* One string of the answer, redacted in place.  Texts the agent cut short
+ * (a grep line over its cap, which then ends in "...", a read over
+ * max_bytes) may end in the start of a secret: that is masked too. */
+static int redact_string(json_object *v, const hutch__secrets *set, int mode)
+{
+	const char *str = json_object_get_string(v);
+	size_t len = (size_t)json_object_get_string_len(v), n, keep = 0;
+	int cut = mode == CUT_YES, rc;
+	char *clean;
+
+	if (mode == CUT_IF_ELLIPSIS && len >= 3 && memcmp(str + len - 3, "...", 3) == 0) {
+		keep = 3;
+		cut = 1;
+	}
+	clean = hutch__redact_buffer(set, str, len - keep, cut, &n);
+	if (!clean)
+		return -1;
+	if (n != len - keep || memcmp(clean, str, n) != 0) {
+		if (keep) {
+			char *more = realloc(clean, n + keep + 1);
+
+			if (!more) {
+				free(clean);
+				return -1;
+			}
+			clean = more;
+			memcpy(clean + n, "...", keep + 1);
+			n += keep;
+		}
+		rc = json_object_set_string_len(v, clean, (int)n) ? 0 : -1;
+	} else {
+		rc = 0;
+	}
+	free(clean);
+	return rc;
+}
+
+/* Every string in the agent's answer: contents, grep lines, paths, names,
+ * symlink targets, messages.  The agent's JSON is a few levels deep. */
+static int redact_json(json_object *v, const hutch__secrets *set, int truncated,
+		       const char *key, int depth)
+{
+	if (depth > 16)
+		return 0;
+	switch (json_object_get_type(v)) {
+	case json_type_string:
+		if (key && strcmp(key, "text") == 0)
+			return redact_string(v, set, CUT_IF_ELLIPSIS);
+		if (key && truncated && strcmp(key, "content") == 0)
+			return redact_string(v, set, CUT_YES);
+		return redact_string(v, set, CUT_NO);
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			if (redact_json(json_object_array_get_idx(v, i), set, truncated,
+					key, depth + 1) < 0)
+				return -1;
+		return 0;
+	case json_type_object: {
+		json_object_object_foreach(v, k, child) {
+			if (redact_json(child, set, truncated, k, depth + 1) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 static int run_agent(hutch_fs_result **out, hutch_session *s,
 		     const struct argv *a, const char *tool,
 		     const hutch_fs_options *opts, hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
+	const hutch__secrets *secrets = hutch__session_redaction(s);
 	hutch_exec_result *res = NULL;
 	hutch_fs_result *r = NULL;
 	json_object *doc = NULL, *v;
@@ -413,7 +490,10 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	eo.env = a->env;
 	eo.env_count = a->nenv;
 again:
-	rc = hutch_exec_run(&res, s, &eo, err);
+	/* Raw: the answer is JSON, whose strings are redacted once parsed
+	 * (masking the text could break its syntax or miss a value the
+	 * encoder escaped). */
+	rc = hutch__exec_run(&res, s, &eo, HUTCH__EXEC_RAW, err);
 	if (rc < 0)
 		return hutch__error_wrap(err, rc, "%s", tool);
 
@@ -468,6 +548,16 @@ again:
 				      code, total, errlen ? errdata : data);
 		goto out;
 	}
+	if (secrets) {
+		json_object *t = NULL;
+		int truncated = json_object_object_get_ex(doc, "truncated", &t) &&
+				json_object_get_boolean(t);
+
+		if (redact_json(doc, secrets, truncated, NULL, 0) < 0) {
+			rc = hutch__error_oom(err);
+			goto out;
+		}
+	}
 	if (code != 0 || json_object_object_get_ex(doc, "error", &v)) {
 		rc = agent_error(doc, tool, err);
 		goto out;
@@ -495,6 +585,9 @@ again:
 	*out = r;
 	rc = 0;
 out:
+	/* The messages above may quote the agent's raw output. */
+	if (rc < 0)
+		hutch__error_redact(err ? *err : NULL, secrets);
 	json_object_put(doc);
 	hutch_exec_result_free(res);
 	return rc;

@@ -22,8 +22,12 @@
 #include "error.h"
 #include "http.h"
 
-/* Connections kept for reuse; more may exist while calls overlap. */
+/* Idle connections kept for reuse: as many as were ever in use at once
+ * (so N threads calling in a loop keep N connections, not open and close
+ * one per call), at least POOL_KEEP, at most POOL_MAX.  More may exist
+ * while calls overlap. */
 #define POOL_KEEP 8
+#define POOL_MAX 128
 
 struct hutch__conn {
 	CURL *easy;
@@ -66,18 +70,24 @@ static struct hutch__conn *conn_get(hutch_engine *e)
 		e->pool = c->next;
 		e->nconns--;
 	}
+	e->busy++;
+	if (e->busy > e->peak)
+		e->peak = e->busy;
 	pthread_mutex_unlock(&e->lock);
 	if (c) {
 		c->next = NULL;
 		return c;
 	}
 	c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->easy = curl_easy_init();
-	c->multi = curl_multi_init();
-	if (!c->easy || !c->multi) {
+	if (c) {
+		c->easy = curl_easy_init();
+		c->multi = curl_multi_init();
+	}
+	if (!c || !c->easy || !c->multi) {
 		conn_free(c);
+		pthread_mutex_lock(&e->lock);
+		e->busy--;
+		pthread_mutex_unlock(&e->lock);
 		return NULL;
 	}
 	/* Keep exactly one connection per handle: the pool holds handles. */
@@ -85,10 +95,15 @@ static struct hutch__conn *conn_get(hutch_engine *e)
 	return c;
 }
 
-static void conn_put(hutch_engine *e, struct hutch__conn *c)
+/* Give a connection back; `reuse` 0 closes it. */
+static void conn_put(hutch_engine *e, struct hutch__conn *c, int reuse)
 {
+	size_t keep;
+
 	pthread_mutex_lock(&e->lock);
-	if (e->nconns < POOL_KEEP) {
+	e->busy--;
+	keep = e->peak < POOL_KEEP ? POOL_KEEP : e->peak > POOL_MAX ? POOL_MAX : e->peak;
+	if (reuse && e->nconns < keep) {
 		c->next = e->pool;
 		e->pool = c;
 		e->nconns++;
@@ -108,6 +123,45 @@ void hutch__http_pool_free(hutch_engine *e)
 	}
 	e->pool = NULL;
 	e->nconns = 0;
+	if (e->share)
+		curl_share_cleanup(e->share);
+	e->share = NULL;
+}
+
+/* The pool's connections share TLS sessions (a new connection resumes
+ * instead of making a full handshake) and DNS answers.  libcurl calls
+ * these from whichever thread uses a handle of the share. */
+static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *p)
+{
+	(void)h;
+	(void)d;
+	(void)a;
+	pthread_mutex_lock(&((hutch_engine *)p)->share_lock);
+}
+
+static void share_unlock(CURL *h, curl_lock_data d, void *p)
+{
+	(void)h;
+	(void)d;
+	pthread_mutex_unlock(&((hutch_engine *)p)->share_lock);
+}
+
+int hutch__http_share_init(hutch_engine *e)
+{
+	CURLSH *sh = curl_share_init();
+
+	if (!sh)
+		return -1;
+	if (curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_USERDATA, e) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+		curl_share_cleanup(sh);
+		return -1;
+	}
+	e->share = sh;
+	return 0;
 }
 
 char *hutch__url_escape(const char *s)
@@ -161,25 +215,23 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *p)
 	return n == (size_t)-1 ? CURL_READFUNC_ABORT : n;
 }
 
-static int current_target(hutch_engine *e, char **sock, char *url, size_t urlsz,
-			  const hutch__request *req)
+/* The candidate in use: stable strings, never freed before the handle. */
+static size_t current(const hutch_engine *e)
+{
+	return __atomic_load_n(&e->current, __ATOMIC_ACQUIRE);
+}
+
+static int request_url(hutch_engine *e, char *url, size_t urlsz,
+		       const hutch__request *req)
 {
 	int n;
 
-	pthread_mutex_lock(&e->lock);
-	*sock = e->socket_path ? strdup(e->socket_path) : NULL;
 	if (req->unversioned)
 		n = snprintf(url, urlsz, "%s%s", e->base, req->path);
 	else
-		n = snprintf(url, urlsz, "%s/v%s%s", e->base, e->api_version,
-			     req->path);
-	pthread_mutex_unlock(&e->lock);
-	if ((e->socket_path && !*sock) || n < 0 || (size_t)n >= urlsz) {
-		free(*sock);
-		*sock = NULL;
-		return -1;
-	}
-	return 0;
+		n = snprintf(url, urlsz, "%s/v%s%s", e->base,
+			     hutch_engine_api_version(e), req->path);
+	return n < 0 || (size_t)n >= urlsz ? -1 : 0;
 }
 
 /* Drive one transfer to its end, honouring deadline and cancellation. */
@@ -206,7 +258,7 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 		}
 		timeout = 1000;
 		if (req->cancel) {
-			if (req->cancel->raised) {
+			if (__atomic_load_n(&req->cancel->raised, __ATOMIC_SEQ_CST)) {
 				*cancelled = 1;
 				break;
 			}
@@ -230,36 +282,29 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 	return result;
 }
 
-static int advance_candidate(hutch_engine *e)
+/* Discovery found several sockets and `from` refused: move on to the next
+ * one (unless another thread already did).  1 when there is one to try. */
+static int advance_candidate(hutch_engine *e, size_t from)
 {
-	int moved = 0;
-	char *sock;
+	size_t next = from + 1;
 
-	pthread_mutex_lock(&e->lock);
-	if (e->current + 1 < e->ncandidates) {
-		sock = strdup(e->candidates[e->current + 1]);
-		if (sock) {
-			e->current++;
-			free(e->socket_path);
-			e->socket_path = sock;
-			free(e->url);
-			if (asprintf(&e->url, "unix://%s", sock) < 0)
-				e->url = NULL;
-			moved = 1;
-		}
-	}
-	pthread_mutex_unlock(&e->lock);
-	return moved;
+	if (next >= e->ncandidates)
+		return 0;
+	__atomic_compare_exchange_n(&e->current, &from, next, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return 1;
 }
 
-static int unreachable(hutch_engine *e, hutch_error **err, const char *why)
+static int unreachable(hutch_engine *e, size_t cur, hutch_error **err,
+		       const char *why)
 {
+	const char *sock = e->sockets[cur], *url = e->urls[cur];
 	struct stat st;
 
 	/* curl speaks of "localhost port 80" even for a unix socket; say what
 	 * is wrong with the socket instead. */
-	if (e->socket_path) {
-		if (stat(e->socket_path, &st) < 0)
+	if (sock) {
+		if (stat(sock, &st) < 0)
 			why = errno == ENOENT ? "no such socket" : strerror(errno);
 		else if (!S_ISSOCK(st.st_mode))
 			why = "not a socket";
@@ -271,15 +316,55 @@ static int unreachable(hutch_engine *e, hutch_error **err, const char *why)
 			"no container engine answered: tried %s (%s); start Docker "
 			"('dockerd') or Podman ('podman system service --time=0'), "
 			"or name one with --engine or HUTCH_ENGINE",
-			e->url, why);
+			url, why);
 	return hutch__error_set(err, HUTCH_EUNREACHABLE,
 		"cannot reach the container engine at %s (from %s): %s; is it "
 		"running? Start Docker ('dockerd') or Podman ('podman system "
 		"service --time=0'), or name another with --engine or HUTCH_ENGINE",
-		e->url ? e->url : "?", e->source, why);
+		url, e->source, why);
 }
 
-static int perform_once(hutch_engine *e, const hutch__request *req,
+/* Failures of the TLS layer, told in terms of the files the user set up.
+ * Returns 0 when `crc` is not one. */
+static int tls_failure(hutch_engine *e, size_t cur, CURLcode crc,
+		       const char *why, hutch_error **err)
+{
+	const char *url = e->urls[cur];
+	const char *ca = e->tls_ca ? e->tls_ca : "the system's CAs";
+
+	switch (crc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+			"engine %s: its TLS certificate is not signed by %s (or does not "
+			"name the host): %s; check DOCKER_CERT_PATH/ca.pem", url, ca, why);
+	case CURLE_SSL_CACERT_BADFILE:
+		return hutch__error_set(err, HUTCH_EINVALID,
+			"engine %s: cannot use the TLS CA file %s: %s", url, ca, why);
+	case CURLE_SSL_CERTPROBLEM:
+		return hutch__error_set(err, HUTCH_EINVALID,
+			"engine %s: cannot use the TLS client certificate %s / %s: %s",
+			url, e->tls_cert, e->tls_key, why);
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+		/* With TLS 1.3 a server that wants a client certificate says
+		 * so after the client thinks the handshake is done: the first
+		 * read fails with the server's alert. */
+		if (crc != CURLE_SSL_CONNECT_ERROR && !strstr(why, "alert") &&
+		    !strstr(why, "SSL") && !strstr(why, "TLS"))
+			return 0;
+		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+			"engine %s: TLS handshake failed: %s%s", url, why,
+			e->tls_cert ? "" :
+			" (no client certificate was offered: put cert.pem and key.pem "
+			"in DOCKER_CERT_PATH)");
+	default:
+		return 0;
+	}
+}
+
+static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 			hutch__response *resp, CURLcode *curl_rc,
 			int *timed_out, int *cancelled, int *too_big,
 			char *errbuf)
@@ -287,20 +372,21 @@ static int perform_once(hutch_engine *e, const hutch__request *req,
 	struct hutch__conn *c;
 	struct curl_slist *headers = NULL;
 	struct xfer x = { req, resp, NULL, 0 };
-	char url[2048], ctype[128], *sock = NULL;
+	char url[2048], ctype[128];
+	const char *sock = e->sockets[cur];
 
-	if (current_target(e, &sock, url, sizeof(url), req) < 0)
+	if (request_url(e, url, sizeof(url), req) < 0)
 		return HUTCH_EINVALID;
 	c = conn_get(e);
-	if (!c) {
-		free(sock);
+	if (!c)
 		return HUTCH_ENOMEM;
-	}
 	x.easy = c->easy;
 	curl_easy_reset(c->easy);
 	curl_easy_setopt(c->easy, CURLOPT_URL, url);
 	if (sock)
 		curl_easy_setopt(c->easy, CURLOPT_UNIX_SOCKET_PATH, sock);
+	if (e->share)
+		curl_easy_setopt(c->easy, CURLOPT_SHARE, (CURLSH *)e->share);
 	curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, req->method);
 	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -308,12 +394,25 @@ static int perform_once(hutch_engine *e, const hutch__request *req,
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(c->easy, CURLOPT_TCP_NODELAY, 1L);
-	/* Plain HTTP only, whatever URL a setting smuggles in. */
+	/* Plain HTTP only, or only HTTPS for a TLS engine, whatever URL a
+	 * setting smuggles in. */
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 #else
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS,
+			 (long)(e->tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP));
 #endif
+	if (e->tls) {
+		/* Never relaxed: see tls_setup() in engine.c. */
+		curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+		if (e->tls_ca)
+			curl_easy_setopt(c->easy, CURLOPT_CAINFO, e->tls_ca);
+		if (e->tls_cert) {
+			curl_easy_setopt(c->easy, CURLOPT_SSLCERT, e->tls_cert);
+			curl_easy_setopt(c->easy, CURLOPT_SSLKEY, e->tls_key);
+		}
+	}
 	/* No "Expect: 100-continue" round trip before a body. */
 	headers = curl_slist_append(headers, "Expect:");
 	if (req->body || req->source) {
@@ -343,13 +442,8 @@ static int perform_once(hutch_engine *e, const hutch__request *req,
 	*too_big = x.too_big;
 	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
-	free(sock);
 	/* A transfer cut short leaves its connection in an unknown state. */
-	if (*curl_rc != CURLE_OK || *timed_out || *cancelled) {
-		conn_free(c);
-	} else {
-		conn_put(e, c);
-	}
+	conn_put(e, c, *curl_rc == CURLE_OK && !*timed_out && !*cancelled);
 	return 0;
 }
 
@@ -368,16 +462,24 @@ static int negotiate(hutch_engine *e, hutch_error **err)
 	obj = hutch__json_parse(resp.body.data, resp.body.len);
 	if (obj && json_object_object_get_ex(obj, "ApiVersion", &v) &&
 	    json_object_is_type(v, json_type_string) &&
-	    strlen(json_object_get_string(v)) < sizeof(e->api_version)) {
+	    strlen(json_object_get_string(v)) < sizeof(e->negotiated_version)) {
+		/* Threads that hit the 400 at the same time all ask; the first
+		 * answer is written once and published, the others are the
+		 * same engine's same answer and are dropped. */
 		pthread_mutex_lock(&e->lock);
-		snprintf(e->api_version, sizeof(e->api_version), "%s",
-			 json_object_get_string(v));
-		e->negotiated = 1;
+		if (!e->negotiated) {
+			snprintf(e->negotiated_version, sizeof(e->negotiated_version),
+				 "%s", json_object_get_string(v));
+			__atomic_store_n(&e->api_version, e->negotiated_version,
+					 __ATOMIC_RELEASE);
+			e->negotiated = 1;
+		}
 		pthread_mutex_unlock(&e->lock);
 		rc = 0;
 	} else {
 		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "engine at %s did not say its API version", e->url);
+				      "engine at %s did not say its API version",
+				      hutch_engine_url(e));
 	}
 	json_object_put(obj);
 	hutch__response_free(&resp);
@@ -389,13 +491,15 @@ int hutch__http(hutch_engine *e, const hutch__request *req,
 {
 	char errbuf[CURL_ERROR_SIZE];
 	CURLcode crc;
-	int timed_out, cancelled, too_big, rc, negotiated_now = 0;
+	int timed_out, cancelled, too_big, rc, negotiated_now = 0, negotiated;
+	size_t cur;
 
 	if (hutch__http_global_init() < 0)
 		return hutch__error_set(err, HUTCH_EFAILED, "libcurl failed to initialise");
 again:
 	timed_out = cancelled = too_big = 0;
-	rc = perform_once(e, req, resp, &crc, &timed_out, &cancelled, &too_big, errbuf);
+	cur = current(e);
+	rc = perform_once(e, cur, req, resp, &crc, &timed_out, &cancelled, &too_big, errbuf);
 	if (rc == HUTCH_ENOMEM)
 		return hutch__error_oom(err);
 	if (rc < 0)
@@ -414,25 +518,40 @@ again:
 	if (crc == CURLE_COULDNT_CONNECT || crc == CURLE_COULDNT_RESOLVE_HOST ||
 	    (crc == CURLE_OPERATION_TIMEDOUT && resp->status == 0)) {
 		/* Discovery found several sockets: a dead one is skipped. */
-		if (advance_candidate(e))
+		if (advance_candidate(e, cur))
 			goto again;
-		return unreachable(e, err, errbuf[0] ? errbuf : curl_easy_strerror(crc));
+		return unreachable(e, cur, err, errbuf[0] ? errbuf : curl_easy_strerror(crc));
 	}
+	if (e->tls && crc != CURLE_OK &&
+	    (rc = tls_failure(e, cur, crc, errbuf[0] ? errbuf : curl_easy_strerror(crc),
+			      err)) < 0)
+		return rc;
 	if (crc == CURLE_ABORTED_BY_CALLBACK && req->source)
 		return hutch__error_set(err, HUTCH_EFAILED, "%s %s: upload aborted",
 					req->method, req->path);
 	if (crc != CURLE_OK)
 		return hutch__error_set(err, HUTCH_EFAILED, "%s %s: %s", req->method,
 					req->path, errbuf[0] ? errbuf : curl_easy_strerror(crc));
+	/* Plain HTTP to a port where the engine wants TLS: Go's HTTP server
+	 * answers 400 with this text. */
+	if (resp->status == 400 && !e->tls && resp->body.data &&
+	    strstr(resp->body.data, "HTTP request to an HTTPS server"))
+		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+			"engine %s speaks TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH "
+			"(ca.pem, cert.pem, key.pem), or use https://", e->urls[cur]);
 	/* An engine older than the pinned API says so with a 400; ask it for
 	 * its version once and go on with that. */
 	if (resp->status == 400 && !req->unversioned && !negotiated_now &&
-	    !e->negotiated && resp->body.data &&
-	    strstr(resp->body.data, "too new") && !req->source) {
+	    resp->body.data && strstr(resp->body.data, "too new") && !req->source) {
 		hutch_error *nerr = NULL;
 
 		negotiated_now = 1;
-		if (negotiate(e, &nerr) == 0)
+		pthread_mutex_lock(&e->lock);
+		negotiated = e->negotiated;
+		pthread_mutex_unlock(&e->lock);
+		/* Another thread may have asked while this request was on
+		 * its way with the pinned version. */
+		if (negotiated || negotiate(e, &nerr) == 0)
 			goto again;
 		hutch_error_free(nerr);
 	}

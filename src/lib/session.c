@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <archive.h>
+#include <archive_entry.h>
 #include <json-c/json.h>
 
 #include "agent_blob.h"
@@ -71,7 +73,140 @@ void hutch_session_free(hutch_session *s)
 	for (size_t i = 0; i < s->env_count; i++)
 		free(s->env[i]);
 	free(s->env);
+	free(s->sysvol);
+	free(s->user);
+	for (size_t i = 0; i < s->cap_count; i++)
+		free(s->caps[i]);
+	free(s->caps);
+	free(s->network);
+	hutch__session_secrets_free(s->secrets);
 	free(s);
+}
+
+/* Capabilities a session may add back (names as the engines take them).
+ * "ALL" is allowed: the caller asked for it by name. */
+static const char *const known_caps[] = {
+	"ALL", "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND",
+	"BPF", "CHECKPOINT_RESTORE", "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH",
+	"FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER", "KILL", "LEASE",
+	"LINUX_IMMUTABLE", "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN",
+	"NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON", "SETFCAP",
+	"SETGID", "SETPCAP", "SETUID", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT",
+	"SYS_MODULE", "SYS_NICE", "SYS_PACCT", "SYS_PTRACE", "SYS_RAWIO",
+	"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "SYSLOG", "WAKE_ALARM",
+};
+
+/* "net_raw" or "CAP_NET_RAW" -> "NET_RAW"; NULL when unknown. */
+static char *cap_normalize(const char *name)
+{
+	char up[32];
+	const char *bare;
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= sizeof(up))
+		return NULL;
+	for (size_t i = 0; i <= n; i++)
+		up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+	bare = strncmp(up, "CAP_", 4) == 0 ? up + 4 : up;
+	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(known_caps); i++)
+		if (strcmp(bare, known_caps[i]) == 0)
+			return strdup(known_caps[i]);
+	return NULL;
+}
+
+/* A user as the engines take it: NAME, UID or UID:GID (names too), made of
+ * the characters passwd names use.  No resolution here: the container's
+ * /etc/passwd decides, when it starts. */
+static int user_valid(const char *u)
+{
+	size_t n = strlen(u), colon = strcspn(u, ":");
+
+	return n > 0 && n <= 64 && colon > 0 && u[0] != '-' &&
+	       strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-:") == n &&
+	       (colon == n || (colon + 1 < n && !strchr(u + colon + 1, ':')));
+}
+
+/* An engine network name ("none", "bridge", a user-defined network). */
+static int network_valid(const char *net)
+{
+	size_t n = strlen(net);
+
+	return n > 0 && n <= 64 &&
+	       ((net[0] >= 'a' && net[0] <= 'z') || (net[0] >= 'A' && net[0] <= 'Z') ||
+		(net[0] >= '0' && net[0] <= '9')) &&
+	       strspn(net, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "0123456789_.-") == n;
+}
+
+/* The lockdown options: checked, copied, and marked as asked for. */
+static int open_lockdown(hutch_session *s, const hutch_session_options *o,
+			 hutch_error **err)
+{
+	if (o->user) {
+		if (!user_valid(o->user))
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"invalid user '%.80s': expected NAME, UID or UID:GID", o->user);
+		if (!(s->user = strdup(o->user)))
+			return hutch__error_oom(err);
+		s->set |= HUTCH__SET_USER;
+	}
+	if (o->memory) {
+		if (o->memory < HUTCH_SESSION_MIN_MEMORY)
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"memory limit %lld bytes is too small: at least %lld (6 MiB)",
+				(long long)o->memory, (long long)HUTCH_SESSION_MIN_MEMORY);
+		s->memory = o->memory;
+		s->set |= HUTCH__SET_MEMORY;
+	}
+	if (o->nano_cpus) {
+		if (o->nano_cpus < 10000000 || o->nano_cpus > 1024LL * 1000000000LL)
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"CPU limit %.2f is out of range: 0.01 to 1024 CPUs",
+				(double)o->nano_cpus / 1e9);
+		s->nano_cpus = o->nano_cpus;
+		s->set |= HUTCH__SET_CPUS;
+	}
+	if (o->pids) {
+		if (o->pids < HUTCH_SESSION_MIN_PIDS || o->pids > 4194304)
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"process limit %lld is out of range: %d to 4194304 (hutch's "
+				"agent needs a few)", (long long)o->pids, HUTCH_SESSION_MIN_PIDS);
+		s->pids = o->pids;
+		s->set |= HUTCH__SET_PIDS;
+	}
+	if (o->cap_add) {
+		if (o->cap_add_count > HUTCH_ARRAY_SIZE(known_caps))
+			return hutch__error_set(err, HUTCH_EINVALID, "too many capabilities (%zu)",
+						o->cap_add_count);
+		s->caps = calloc(o->cap_add_count + 1, sizeof(char *));
+		if (!s->caps)
+			return hutch__error_oom(err);
+		for (size_t i = 0; i < o->cap_add_count; i++) {
+			char *c = o->cap_add[i] ? cap_normalize(o->cap_add[i]) : NULL;
+
+			if (!c)
+				return hutch__error_set(err, HUTCH_EINVALID,
+					"unknown capability '%.40s' (e.g. NET_BIND_SERVICE, "
+					"CAP_SYS_PTRACE)", o->cap_add[i] ? o->cap_add[i] : "");
+			s->caps[s->cap_count++] = c;
+		}
+		s->set |= HUTCH__SET_CAPS;
+	}
+	if (o->network) {
+		if (!network_valid(o->network))
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"invalid network name '%.80s'", o->network);
+		if (!(s->network = strdup(o->network)))
+			return hutch__error_oom(err);
+		s->set |= HUTCH__SET_NETWORK;
+	}
+	if (o->read_only) {
+		s->read_only = o->read_only > 0;
+		s->set |= HUTCH__SET_READONLY;
+	}
+	s->recreate = o->recreate != 0;
+	return 0;
 }
 
 int hutch_session_open(hutch_session **out, hutch_engine *engine,
@@ -99,16 +234,39 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	if (asprintf(&s->container, "hutch-%s", name) < 0)
 		s->container = NULL;
 	s->volume = s->container ? strdup(s->container) : NULL;
+	/* '_' never starts a session name, so "hutch_NAME" is nobody's
+	 * workspace volume. */
+	if (asprintf(&s->sysvol, "hutch_%s", name) < 0)
+		s->sysvol = NULL;
+	s->memory = HUTCH_SESSION_DEFAULT_MEMORY;
+	s->nano_cpus = HUTCH_SESSION_DEFAULT_NANO_CPUS;
+	s->pids = HUTCH_SESSION_DEFAULT_PIDS;
+	s->network = strdup("none");
 
-	if (opts && opts->image && *opts->image)
+	if (opts && opts->image && *opts->image) {
 		image = opts->image;
+		s->set |= HUTCH__SET_IMAGE;
+	}
 	else if (getenv("HUTCH_IMAGE") && *getenv("HUTCH_IMAGE"))
 		image = getenv("HUTCH_IMAGE");
 	else
 		image = HUTCH_DEFAULT_IMAGE;
 	s->image = strdup(image);
-	if (!s->name || !s->container || !s->volume || !s->image)
+	if (!s->name || !s->container || !s->volume || !s->sysvol || !s->image ||
+	    !s->network)
 		goto oom;
+	if (opts) {
+		free(s->network);
+		s->network = NULL;
+		if (!opts->network && !(s->network = strdup("none")))
+			goto oom;
+		int rc = open_lockdown(s, opts, err);
+
+		if (rc < 0) {
+			hutch_session_free(s);
+			return rc;
+		}
+	}
 
 	if (opts && opts->workspace) {
 		/* Resolve now, on the host, so the bind mount names exactly
@@ -126,6 +284,7 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 		s->workspace = strdup(real);
 		if (!s->workspace)
 			goto oom;
+		s->set |= HUTCH__SET_WORKSPACE;
 	}
 	if (opts && opts->env_count) {
 		s->env = calloc(opts->env_count, sizeof(char *));
@@ -143,6 +302,16 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 			if (!s->env[i])
 				goto oom;
 			s->env_count++;
+		}
+		s->set |= HUTCH__SET_ENV;
+	}
+	if (opts && opts->secret_count) {
+		int rc = hutch_session_set_secrets(s, opts->secrets,
+						   opts->secret_count, err);
+
+		if (rc < 0) {
+			hutch_session_free(s);
+			return rc;
 		}
 	}
 	*out = s;
@@ -167,23 +336,53 @@ const char *hutch__session_container(const hutch_session *s)
 	return s->container;
 }
 
+/* The lockdown settings as label values; `v` holds the text. */
+struct lockdown_text {
+	char memory[24], cpus[24], pids[24], caps[1024];
+	const char *ro;
+};
+
+static void lockdown_text(const hutch_session *s, struct lockdown_text *t)
+{
+	size_t used = 0;
+
+	snprintf(t->memory, sizeof(t->memory), "%lld", (long long)s->memory);
+	snprintf(t->cpus, sizeof(t->cpus), "%lld", (long long)s->nano_cpus);
+	snprintf(t->pids, sizeof(t->pids), "%lld", (long long)s->pids);
+	t->caps[0] = '\0';
+	/* Known names only (cap_normalize), at most all of them: fits. */
+	for (size_t i = 0; i < s->cap_count; i++)
+		used += (size_t)snprintf(t->caps + used, sizeof(t->caps) - used, "%s%s",
+					 i ? "," : "", s->caps[i]);
+	t->ro = s->read_only ? "1" : "0";
+}
+
+static unsigned long long fnv(unsigned long long h, const char *str, int end)
+{
+	for (const char *c = str; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	return (h ^ (unsigned int)end) * 1099511628211ULL;
+}
+
 /* FNV-1a over the configuration: a short, stable fingerprint for the
  * label, so a changed configuration can be told from the same one. */
 static void config_hash(const hutch_session *s, char out[17])
 {
 	unsigned long long h = 1469598103934665603ULL;
-	const char *parts[3] = { s->image, s->workspace ? s->workspace : "", "" };
+	struct lockdown_text t;
 
-	for (size_t p = 0; p < 2; p++) {
-		for (const char *c = parts[p]; *c; c++)
-			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-		h = (h ^ 0xff) * 1099511628211ULL;
-	}
-	for (size_t i = 0; i < s->env_count; i++) {
-		for (const char *c = s->env[i]; *c; c++)
-			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-		h = (h ^ 0xfe) * 1099511628211ULL;
-	}
+	lockdown_text(s, &t);
+	h = fnv(h, s->image, 0xff);
+	h = fnv(h, s->workspace ? s->workspace : "", 0xff);
+	for (size_t i = 0; i < s->env_count; i++)
+		h = fnv(h, s->env[i], 0xfe);
+	h = fnv(h, s->user ? s->user : "", 0xfd);
+	h = fnv(h, t.memory, 0xfd);
+	h = fnv(h, t.cpus, 0xfd);
+	h = fnv(h, t.pids, 0xfd);
+	h = fnv(h, t.caps, 0xfd);
+	h = fnv(h, s->network ? s->network : "none", 0xfd);
+	h = fnv(h, t.ro, 0xfd);
 	snprintf(out, 17, "%016llx", h);
 }
 
@@ -191,6 +390,7 @@ static json_object *labels_new(const hutch_session *s, long long created)
 {
 	json_object *labels = json_object_new_object(), *env = json_object_new_array();
 	char hash[17], when[32];
+	struct lockdown_text t;
 
 	if (!labels || !env) {
 		json_object_put(labels);
@@ -200,6 +400,7 @@ static json_object *labels_new(const hutch_session *s, long long created)
 	for (size_t i = 0; i < s->env_count; i++)
 		json_object_array_add(env, json_object_new_string(s->env[i]));
 	config_hash(s, hash);
+	lockdown_text(s, &t);
 	snprintf(when, sizeof(when), "%lld", created);
 	json_object_object_add(labels, HUTCH_LABEL_SESSION, json_object_new_string(s->name));
 	json_object_object_add(labels, HUTCH_LABEL_VERSION, json_object_new_string(PACKAGE_VERSION));
@@ -209,6 +410,17 @@ static json_object *labels_new(const hutch_session *s, long long created)
 			       json_object_new_string(s->workspace ? s->workspace : ""));
 	json_object_object_add(labels, HUTCH_LABEL_ENV,
 			       json_object_new_string(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN)));
+	/* A volume made before the user is known records none: the
+	 * container's record, made after, has it. */
+	if (s->user)
+		json_object_object_add(labels, HUTCH_LABEL_USER, json_object_new_string(s->user));
+	json_object_object_add(labels, HUTCH_LABEL_MEMORY, json_object_new_string(t.memory));
+	json_object_object_add(labels, HUTCH_LABEL_CPUS, json_object_new_string(t.cpus));
+	json_object_object_add(labels, HUTCH_LABEL_PIDS, json_object_new_string(t.pids));
+	json_object_object_add(labels, HUTCH_LABEL_CAPS, json_object_new_string(t.caps));
+	json_object_object_add(labels, HUTCH_LABEL_NETWORK,
+			       json_object_new_string(s->network ? s->network : "none"));
+	json_object_object_add(labels, HUTCH_LABEL_READONLY, json_object_new_string(t.ro));
 	json_object_object_add(labels, HUTCH_LABEL_CONFIG, json_object_new_string(hash));
 	json_object_put(env);
 	return labels;
@@ -225,20 +437,67 @@ static const char *label_get(json_object *labels, const char *key)
 	return NULL;
 }
 
-/* Take the configuration recorded on the volume, so a recreated container
- * is what the session was, not what this particular call asked for. */
+static int64_t label_int(json_object *labels, const char *key)
+{
+	const char *v = label_get(labels, key);
+	char *e;
+	long long n;
+
+	if (!v || !*v)
+		return -1;
+	n = strtoll(v, &e, 10);
+	return *e || n < 0 ? -1 : (int64_t)n;
+}
+
+/* "NET_RAW,SYS_PTRACE" -> the session's list; -1 when out of memory. */
+static int caps_from_text(hutch_session *s, const char *text)
+{
+	char **caps = calloc(HUTCH_ARRAY_SIZE(known_caps) + 1, sizeof(char *));
+	size_t n = 0;
+
+	if (!caps)
+		return -1;
+	for (const char *p = text; *p && n < HUTCH_ARRAY_SIZE(known_caps);) {
+		size_t len = strcspn(p, ",");
+		char name[32];
+
+		if (len > 0 && len < sizeof(name)) {
+			memcpy(name, p, len);
+			name[len] = '\0';
+			/* Only names hutch knows: labels can be edited. */
+			if ((caps[n] = cap_normalize(name)))
+				n++;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	for (size_t i = 0; i < s->cap_count; i++)
+		free(s->caps[i]);
+	free(s->caps);
+	s->caps = caps;
+	s->cap_count = n;
+	return 0;
+}
+
+/* Take the configuration recorded on the volume or the container, so a
+ * recreated container is what the session was; settings the caller asked
+ * for stay (mismatch() has checked them first, or they replace the
+ * record on purpose). */
 static int adopt_record(hutch_session *s, json_object *labels)
 {
 	const char *image = label_get(labels, HUTCH_LABEL_IMAGE);
 	const char *ws = label_get(labels, HUTCH_LABEL_WORKSPACE);
 	const char *envs = label_get(labels, HUTCH_LABEL_ENV);
+	const char *v;
 	json_object *arr = NULL;
 	char **env = NULL;
 	size_t n = 0;
+	int64_t num;
 
 	if (!label_get(labels, HUTCH_LABEL_SESSION))
 		return 0;
-	if (envs)
+	if (envs && !(s->set & HUTCH__SET_ENV))
 		arr = hutch__json_parse(envs, strlen(envs));
 	if (arr && json_object_is_type(arr, json_type_array)) {
 		n = json_object_array_length(arr);
@@ -256,12 +515,14 @@ static int adopt_record(hutch_session *s, json_object *labels)
 		}
 	}
 	json_object_put(arr);
-	if (image && *image) {
+	if (image && *image && !(s->set & HUTCH__SET_IMAGE)) {
 		free(s->image);
 		s->image = strdup(image);
 	}
-	free(s->workspace);
-	s->workspace = ws && *ws ? strdup(ws) : NULL;
+	if (!(s->set & HUTCH__SET_WORKSPACE)) {
+		free(s->workspace);
+		s->workspace = ws && *ws ? strdup(ws) : NULL;
+	}
 	if (env) {
 		for (size_t i = 0; i < s->env_count; i++)
 			free(s->env[i]);
@@ -269,7 +530,244 @@ static int adopt_record(hutch_session *s, json_object *labels)
 		s->env = env;
 		s->env_count = n;
 	}
+	/* A record from before the lockdown has none of these: the
+	 * defaults apply, which is the point of recreating it. */
+	if (!(s->set & HUTCH__SET_USER) && !s->user_chosen &&
+	    (v = label_get(labels, HUTCH_LABEL_USER)) && user_valid(v)) {
+		free(s->user);
+		if (!(s->user = strdup(v)))
+			return -1;
+	}
+	if (!(s->set & HUTCH__SET_MEMORY) && (num = label_int(labels, HUTCH_LABEL_MEMORY)) >=
+	    HUTCH_SESSION_MIN_MEMORY)
+		s->memory = num;
+	if (!(s->set & HUTCH__SET_CPUS) && (num = label_int(labels, HUTCH_LABEL_CPUS)) >= 10000000)
+		s->nano_cpus = num;
+	if (!(s->set & HUTCH__SET_PIDS) && (num = label_int(labels, HUTCH_LABEL_PIDS)) >=
+	    HUTCH_SESSION_MIN_PIDS)
+		s->pids = num;
+	if (!(s->set & HUTCH__SET_CAPS) && (v = label_get(labels, HUTCH_LABEL_CAPS)) &&
+	    caps_from_text(s, v) < 0)
+		return -1;
+	if (!(s->set & HUTCH__SET_NETWORK) && (v = label_get(labels, HUTCH_LABEL_NETWORK)) &&
+	    network_valid(v)) {
+		free(s->network);
+		if (!(s->network = strdup(v)))
+			return -1;
+	}
+	if (!(s->set & HUTCH__SET_READONLY) && (num = label_int(labels, HUTCH_LABEL_READONLY)) >= 0)
+		s->read_only = num == 1;
 	return s->image ? 0 : -1;
+}
+
+/* "2g", "64m", "1536k" or bytes: how a limit was most likely written. */
+static void fmt_size(char *out, size_t outsz, int64_t v)
+{
+	if (v < 0)
+		snprintf(out, outsz, "none");
+	else if (v && v % (1LL << 30) == 0)
+		snprintf(out, outsz, "%lldg", (long long)(v >> 30));
+	else if (v && v % (1LL << 20) == 0)
+		snprintf(out, outsz, "%lldm", (long long)(v >> 20));
+	else if (v && v % 1024 == 0)
+		snprintf(out, outsz, "%lldk", (long long)(v >> 10));
+	else
+		snprintf(out, outsz, "%lld", (long long)v);
+}
+
+static void fmt_cpus(char *out, size_t outsz, int64_t nano)
+{
+	if (nano < 0)
+		snprintf(out, outsz, "none");
+	else if (nano % 1000000000 == 0)
+		snprintf(out, outsz, "%lld", (long long)(nano / 1000000000));
+	else
+		snprintf(out, outsz, "%.2f", (double)nano / 1e9);
+}
+
+static void add_diff(char *out, size_t outsz, const char *what, const char *had,
+		     const char *asked)
+{
+	size_t used = strlen(out);
+
+	if (used < outsz)
+		snprintf(out + used, outsz - used, "%s%s %s (asked %s)", used ? ", " : "",
+			 what, had && *had ? had : "none", asked && *asked ? asked : "none");
+}
+
+/*
+ * The settings the caller asked for that differ from a record (a
+ * container's labels, or a volume's): "memory 2g (asked 1g), user 1000:1000
+ * (asked root)".  Empty when they agree.  Only what was asked for counts:
+ * a command that names no settings uses the session as it is.
+ */
+static void mismatch(const hutch_session *s, json_object *labels, char *out,
+		     size_t outsz)
+{
+	struct lockdown_text t;
+	char a[64], b[64];
+	const char *v;
+
+	out[0] = '\0';
+	if (!label_get(labels, HUTCH_LABEL_SESSION))
+		return;
+	lockdown_text(s, &t);
+	if ((s->set & HUTCH__SET_IMAGE) &&
+	    strcmp(s->image, (v = label_get(labels, HUTCH_LABEL_IMAGE)) ? v : "") != 0)
+		add_diff(out, outsz, "image", v, s->image);
+	if (s->set & HUTCH__SET_WORKSPACE) {
+		v = label_get(labels, HUTCH_LABEL_WORKSPACE);
+		if (strcmp(s->workspace, v ? v : "") != 0)
+			add_diff(out, outsz, "workspace", v && *v ? v : "its volume",
+				 s->workspace);
+	}
+	if (s->set & HUTCH__SET_ENV) {
+		json_object *env = json_object_new_array();
+		const char *want;
+
+		for (size_t i = 0; env && i < s->env_count; i++)
+			json_object_array_add(env, json_object_new_string(s->env[i]));
+		want = env ? json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN) : "";
+		v = label_get(labels, HUTCH_LABEL_ENV);
+		if (strcmp(want, v ? v : "[]") != 0)
+			add_diff(out, outsz, "environment", "other", "different");
+		json_object_put(env);
+	}
+	if ((s->set & HUTCH__SET_USER) &&
+	    strcmp(s->user, (v = label_get(labels, HUTCH_LABEL_USER)) ? v : "") != 0)
+		add_diff(out, outsz, "user", v ? v : "the image's", s->user);
+	if ((s->set & HUTCH__SET_MEMORY) && label_int(labels, HUTCH_LABEL_MEMORY) != s->memory) {
+		fmt_size(a, sizeof(a), label_int(labels, HUTCH_LABEL_MEMORY));
+		fmt_size(b, sizeof(b), s->memory);
+		add_diff(out, outsz, "memory", a, b);
+	}
+	if ((s->set & HUTCH__SET_CPUS) && label_int(labels, HUTCH_LABEL_CPUS) != s->nano_cpus) {
+		fmt_cpus(a, sizeof(a), label_int(labels, HUTCH_LABEL_CPUS));
+		fmt_cpus(b, sizeof(b), s->nano_cpus);
+		add_diff(out, outsz, "cpus", a, b);
+	}
+	if ((s->set & HUTCH__SET_PIDS) && label_int(labels, HUTCH_LABEL_PIDS) != s->pids) {
+		snprintf(a, sizeof(a), "%lld", (long long)label_int(labels, HUTCH_LABEL_PIDS));
+		add_diff(out, outsz, "pids", label_int(labels, HUTCH_LABEL_PIDS) < 0 ? "none" : a,
+			 t.pids);
+	}
+	if ((s->set & HUTCH__SET_CAPS) &&
+	    strcmp(t.caps, (v = label_get(labels, HUTCH_LABEL_CAPS)) ? v : "(unknown)") != 0)
+		add_diff(out, outsz, "cap-add", v, t.caps);
+	if ((s->set & HUTCH__SET_NETWORK) &&
+	    strcmp(s->network, (v = label_get(labels, HUTCH_LABEL_NETWORK)) ? v : "") != 0)
+		add_diff(out, outsz, "network", v ? v : "the engine's default", s->network);
+	if ((s->set & HUTCH__SET_READONLY) &&
+	    label_int(labels, HUTCH_LABEL_READONLY) != (int64_t)s->read_only)
+		add_diff(out, outsz, "read-only",
+			 label_int(labels, HUTCH_LABEL_READONLY) == 1 ? "yes" : "no",
+			 s->read_only ? "yes" : "no");
+}
+
+static int mismatch_error(const char *diff, hutch_error **err)
+{
+	return hutch__error_set(err, HUTCH_ECONFLICT,
+		"it exists with another configuration: %s; use it as it is "
+		"(leave those settings out), or recreate its container with them "
+		"(hutch up --recreate; the workspace is kept)", diff);
+}
+
+/* GET a volume: 0 with *out, HUTCH_ENOTFOUND, or another error. */
+static int volume_get(hutch_session *s, const char *name, json_object **out,
+		      hutch_error **err)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/volumes/%s", name);
+	return hutch__engine_call(s->engine, "GET", path, NULL, out, NULL,
+				  "inspect a session volume", err);
+}
+
+/* The system volume's labels when it is this session's (in *vol). */
+static json_object *sysvol_labels(hutch_session *s, json_object **vol)
+{
+	json_object *labels = NULL;
+	const char *of;
+
+	*vol = NULL;
+	if (volume_get(s, s->sysvol, vol, NULL) < 0)
+		return NULL;
+	json_object_object_get_ex(*vol, "Labels", &labels);
+	of = label_get(labels, HUTCH_LABEL_SYSTEM);
+	return of && strcmp(of, s->name) == 0 ? labels : NULL;
+}
+
+/*
+ * The session exists (its volume does) but its container does not: take
+ * the latest record, the system volume's (the last container's settings,
+ * written again by --recreate), else the workspace volume's (the first
+ * ones).  Settings the caller asked for must agree with it.
+ */
+static int adopt_volume_record(hutch_session *s, json_object *vlabels, hutch_error **err)
+{
+	json_object *sys = NULL, *labels = sysvol_labels(s, &sys);
+	char diff[1024];
+	int rc;
+
+	if (!labels)
+		labels = vlabels;
+	if (!s->new_record && !s->recreate) {
+		mismatch(s, labels, diff, sizeof(diff));
+		if (diff[0]) {
+			json_object_put(sys);
+			s->refused = 1;
+			return mismatch_error(diff, err);
+		}
+	}
+	rc = adopt_record(s, labels);
+	json_object_put(sys);
+	return rc < 0 ? hutch__error_oom(err) : 0;
+}
+
+/* Make the system volume hold this configuration as its record: the one
+ * a container removed from outside comes back with.  A record for another
+ * configuration (before --recreate) is replaced; the volume only holds
+ * the agent, which is put there again anyway. */
+static int ensure_sysvol(hutch_session *s, hutch_error **err)
+{
+	json_object *vol = NULL, *labels, *body;
+	char hash[17], path[256];
+	const char *had;
+	int rc;
+
+	config_hash(s, hash);
+	labels = sysvol_labels(s, &vol);
+	had = label_get(labels, HUTCH_LABEL_CONFIG);
+	if (had && strcmp(had, hash) == 0) {
+		json_object_put(vol);
+		return 0;
+	}
+	json_object_put(vol);
+	if (vol && !labels)
+		return hutch__error_set(err, HUTCH_ECONFLICT,
+			"volume '%s' exists but was not made by hutch; remove it or "
+			"pick another session name", s->sysvol);
+	if (vol) {
+		snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
+		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
+					"replace the session's system volume", err);
+		if (rc < 0 && rc != HUTCH_ENOTFOUND)
+			return rc;
+	}
+	body = json_object_new_object();
+	labels = labels_new(s, (long long)time(NULL));
+	if (!body || !labels) {
+		json_object_put(body);
+		json_object_put(labels);
+		return hutch__error_oom(err);
+	}
+	json_object_object_add(labels, HUTCH_LABEL_SYSTEM, json_object_new_string(s->name));
+	json_object_object_add(body, "Name", json_object_new_string(s->sysvol));
+	json_object_object_add(body, "Labels", labels);
+	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body, NULL, NULL,
+				"create the session's system volume", err);
+	json_object_put(body);
+	return rc;
 }
 
 /* Find or make the session's volume, and adopt its record. */
@@ -294,9 +792,9 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 					"volume '%s' exists but was not made by hutch; "
 					"remove it or pick another session name", s->volume);
 			}
-			rc = adopt_record(s, labels);
+			rc = adopt_volume_record(s, labels, err);
 			json_object_put(vol);
-			return rc < 0 ? hutch__error_oom(err) : 0;
+			return rc;
 		}
 		if (rc != HUTCH_ENOTFOUND) {
 			if (err)
@@ -336,21 +834,42 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 				"session volume '%s' vanished while it was created", s->volume);
 }
 
+static json_object *mount_new(const char *type, const char *source, const char *target)
+{
+	json_object *m = json_object_new_object();
+
+	if (!m)
+		return NULL;
+	json_object_object_add(m, "Type", json_object_new_string(type));
+	json_object_object_add(m, "Source", json_object_new_string(source));
+	json_object_object_add(m, "Target", json_object_new_string(target));
+	return m;
+}
+
+/*
+ * The container: locked down unless the caller chose otherwise.  Each
+ * setting below closes one way out of, or around, the sandbox; the README's
+ * threat model says what stays open.
+ */
 static json_object *create_body(const hutch_session *s)
 {
 	json_object *body = json_object_new_object(), *host = json_object_new_object();
 	json_object *entry = json_object_new_array(), *env = json_object_new_array();
-	json_object *mounts = json_object_new_array(), *mount = json_object_new_object();
+	json_object *mounts = json_object_new_array(), *drop = json_object_new_array();
+	json_object *add = json_object_new_array(), *secopt = json_object_new_array();
 	json_object *labels = labels_new(s, (long long)time(NULL));
+	json_object *ws = mount_new(s->workspace ? "bind" : "volume",
+				    s->workspace ? s->workspace : s->volume, "/workspace");
+	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
+	int no_net = strcmp(s->network, "none") == 0;
 
-	if (!body || !host || !entry || !env || !mounts || !mount || !labels) {
-		json_object_put(body);
-		json_object_put(host);
-		json_object_put(entry);
-		json_object_put(env);
-		json_object_put(mounts);
-		json_object_put(mount);
-		json_object_put(labels);
+	if (!body || !host || !entry || !env || !mounts || !drop || !add || !secopt ||
+	    !labels || !ws || !sys) {
+		json_object *all[] = { body, host, entry, env, mounts, drop, add, secopt,
+				       labels, ws, sys };
+
+		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
+			json_object_put(all[i]);
 		return NULL;
 	}
 	/* The agent sleeps forever as the entry point: it is in the
@@ -360,23 +879,61 @@ static json_object *create_body(const hutch_session *s)
 	for (size_t i = 0; i < s->env_count; i++)
 		json_object_array_add(env, json_object_new_string(s->env[i]));
 
-	json_object_object_add(mount, "Type", json_object_new_string(s->workspace ? "bind" : "volume"));
-	json_object_object_add(mount, "Source", json_object_new_string(s->workspace ? s->workspace : s->volume));
-	json_object_object_add(mount, "Target", json_object_new_string("/workspace"));
-	json_object_array_add(mounts, mount);
+	json_object_array_add(mounts, ws);
+	/* The agent and the file tools' staging directory live in a volume
+	 * of their own: the archive API writes into volumes even when the
+	 * root filesystem is read-only (Docker refuses the root then), and
+	 * a tmpfs would not do (Docker's archive PUT lands beneath it). */
+	json_object_array_add(mounts, sys);
 
-	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
-	/* An init as PID 1 reaps the orphans that commands leave behind. */
-	json_object_object_add(host, "Init", json_object_new_boolean(1));
+	json_object_object_add(host, "NetworkMode", json_object_new_string(s->network));
+	/* No engine init: hutch's agent is PID 1.  It reaps orphans as an
+	 * init does, and unlike tini or catatonit it does not pass on the
+	 * SIGTERM that a command running as the same user sends to PID 1,
+	 * which would stop the container.  The kernel already keeps SIGKILL
+	 * and SIGSTOP from inside away from a namespace's init. */
+	json_object_object_add(host, "Init", json_object_new_boolean(0));
 	json_object_object_add(host, "Mounts", mounts);
+	/* No capabilities at all, not even the engines' defaults (CHOWN,
+	 * DAC_OVERRIDE, SETUID, NET_RAW...), unless given back by name; and
+	 * no-new-privileges, so setuid binaries and file capabilities in the
+	 * image cannot raise a command above the user it started as. */
+	json_object_array_add(drop, json_object_new_string("ALL"));
+	json_object_object_add(host, "CapDrop", drop);
+	for (size_t i = 0; i < s->cap_count; i++)
+		json_object_array_add(add, json_object_new_string(s->caps[i]));
+	json_object_object_add(host, "CapAdd", add);
+	json_object_array_add(secopt, json_object_new_string("no-new-privileges"));
+	json_object_object_add(host, "SecurityOpt", secopt);
+	/* Limits that hold for everything in the container together: a fork
+	 * bomb meets PidsLimit, an allocation the OOM killer (no swap beyond
+	 * the limit: MemorySwap equals Memory), a busy loop its CPU share. */
+	json_object_object_add(host, "PidsLimit", json_object_new_int64(s->pids));
+	json_object_object_add(host, "Memory", json_object_new_int64(s->memory));
+	json_object_object_add(host, "MemorySwap", json_object_new_int64(s->memory));
+	json_object_object_add(host, "NanoCpus", json_object_new_int64(s->nano_cpus));
+	if (s->read_only) {
+		json_object *tmpfs = json_object_new_object();
+
+		json_object_object_add(host, "ReadonlyRootfs", json_object_new_boolean(1));
+		/* /tmp stays writable, in memory (it counts towards the
+		 * memory limit); /workspace is a volume or a bind mount. */
+		json_object_object_add(tmpfs, "/tmp",
+				       json_object_new_string("rw,nosuid,nodev,mode=1777"));
+		json_object_object_add(host, "Tmpfs", tmpfs);
+	}
 
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
 	json_object_object_add(body, "Entrypoint", entry);
 	json_object_object_add(body, "Cmd", json_object_new_array());
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
+	/* Every exec runs as this user unless it says otherwise.  Root is
+	 * uid 0 whether or not the image has a passwd file. */
+	json_object_object_add(body, "User", json_object_new_string(
+				       strcmp(s->user, "root") == 0 ? "0:0" : s->user));
 	json_object_object_add(body, "Env", env);
 	json_object_object_add(body, "Labels", labels);
-	json_object_object_add(body, "NetworkDisabled", json_object_new_boolean(1));
+	json_object_object_add(body, "NetworkDisabled", json_object_new_boolean(no_net));
 	json_object_object_add(body, "StopTimeout", json_object_new_int(2));
 	json_object_object_add(body, "HostConfig", host);
 	return body;
@@ -399,18 +956,20 @@ static size_t blob_read(char *buf, size_t len, void *p)
 	return n;
 }
 
-int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
-			   const char *what, hutch_error **err)
+/* PUT a tar at `dir` (URL-escaped) in `container`; `query` is appended. */
+static int put_tar_in(hutch_session *s, const char *container, const char *dir,
+		      const char *query, const char *data, size_t len,
+		      const char *what, hutch_error **err)
 {
 	struct blob_reader r = { data, len, 0 };
 	hutch__request req = { .method = "PUT", .source = blob_read,
 			       .source_payload = &r,
 			       .content_type = "application/x-tar" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char path[256];
+	char path[512];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F", s->container);
+	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s%s", container, dir, query);
 	req.path = path;
 	rc = hutch__http(s->engine, &req, &resp, err);
 	if (rc == 0 && resp.status != 200)
@@ -418,6 +977,14 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 					 resp.body.len, what);
 	hutch__response_free(&resp);
 	return rc;
+}
+
+int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
+			   const char *what, hutch_error **err)
+{
+	/* Into the system volume: the archive API writes there whether or
+	 * not the root filesystem is read-only. */
+	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what, err);
 }
 
 /* Copy the agent into a created container, before it starts. */
@@ -432,6 +999,121 @@ static int put_agent(hutch_session *s, hutch_error **err)
 				      "copy the agent into the container", err);
 }
 
+/* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
+static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
+		   unsigned int uid, unsigned int gid)
+{
+	struct archive *a = archive_write_new();
+	int ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+		 archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
+		 archive_write_open_memory(a, buf, cap, used) == ARCHIVE_OK &&
+		 hutch__tar_add_owned(a, name, AE_IFDIR, 0755, uid, gid, NULL, 0) == 0 &&
+		 archive_write_close(a) == ARCHIVE_OK;
+
+	archive_write_free(a);
+	return ok ? 0 : -1;
+}
+
+/* Docker, read-only root: the archive API refuses "/", so the volume's
+ * root is given its owner through a container that is never started. */
+static int own_through_helper(hutch_session *s, const char *tar, size_t len,
+			      hutch_error **err)
+{
+	json_object *body = json_object_new_object(), *host = json_object_new_object();
+	json_object *mounts = json_object_new_array(), *entry = json_object_new_array();
+	json_object *m = mount_new("volume", s->volume, "/workspace");
+	char name[128], hex[25], path[256];
+	int rc;
+
+	if (!body || !host || !mounts || !entry || !m || hutch__random_hex(hex, 9) < 0) {
+		json_object *all[] = { body, host, mounts, entry, m };
+
+		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
+			json_object_put(all[i]);
+		return hutch__error_oom(err);
+	}
+	snprintf(name, sizeof(name), "hutch_%s_own-%s", s->name, hex);
+	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
+	json_object_array_add(mounts, m);
+	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
+	json_object_object_add(host, "Mounts", mounts);
+	json_object_object_add(body, "Image", json_object_new_string(s->image));
+	json_object_object_add(body, "Entrypoint", entry);
+	json_object_object_add(body, "NetworkDisabled", json_object_new_boolean(1));
+	json_object_object_add(body, "HostConfig", host);
+	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
+	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
+				"create a helper to own the workspace", err);
+	json_object_put(body);
+	if (rc < 0)
+		return rc;
+	rc = put_tar_in(s, name, "%2F", "", tar, len, "give the workspace its owner", err);
+	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
+	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL, "remove the helper",
+			   NULL);
+	return rc;
+}
+
+/*
+ * A workspace volume belongs to the session's user, so its commands can
+ * write there: a new volume is root's unless the image had a /workspace to
+ * copy it from.  Only the volume's root is touched; what is in it keeps
+ * its owners.  A bind-mounted workspace is left alone (its owner is the
+ * default user, or the caller chose).
+ *
+ * The engines disagree on how: Docker applies the owner of a "workspace"
+ * entry PUT at "/" but ignores a "." entry and refuses "/" on a read-only
+ * root; Podman ignores the former and applies the container user to a
+ * "./" entry with copyUIDGID=1 (measured: Docker 20.10, Podman 4.3).
+ * Done once the container runs: at its first start Podman gives a new
+ * volume the owner of the directory it is mounted on (root's /workspace,
+ * made for the working directory), undoing an earlier change.
+ */
+/* 1 on Podman, 0 on Docker: only Podman serves its own API beside the
+ * Docker one (GET /version costs Podman seconds; this does not). */
+static int is_podman(hutch_session *s, hutch_error **err)
+{
+	long status = 0;
+	int rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL, &status,
+				    "ask which engine this is", err);
+
+	if (rc == 0)
+		return 1;
+	if (rc == HUTCH_ENOTFOUND || status == 404) {
+		hutch_error_free(err ? *err : NULL);
+		if (err)
+			*err = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+static int own_workspace(hutch_session *s, hutch_error **err)
+{
+	unsigned int uid, gid;
+	char tar[8192];
+	size_t used = 0;
+	int rc, podman;
+
+	if (s->workspace)
+		return 0;
+	rc = hutch__session_owner(s, &uid, &gid, err);
+	if (rc < 0)
+		return rc;
+	podman = is_podman(s, err);
+	if (podman < 0)
+		return podman;
+	if (dir_tar(tar, sizeof(tar), &used, podman ? "./" : "workspace", uid, gid) < 0)
+		return hutch__error_oom(err);
+	if (podman)
+		return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
+				  "give the workspace its owner", err);
+	if (!s->read_only)
+		return put_tar_in(s, s->container, "%2F", "", tar, used,
+				  "give the workspace its owner", err);
+	return own_through_helper(s, tar, used, err);
+}
+
 static int start(hutch_session *s, hutch_error **err)
 {
 	char path[256];
@@ -441,10 +1123,12 @@ static int start(hutch_session *s, hutch_error **err)
 				  "start the session's container", err);
 }
 
-int hutch__session_state(hutch_session *s, char *state, size_t statesz,
-			 hutch_error **err)
+/* The container's state (see hutch__session_state); with `diff`, also
+ * the settings asked for that its record does not have (mismatch()). */
+static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
+		    size_t diffsz, hutch_error **err)
 {
-	json_object *obj = NULL, *st, *v, *labels, *cfg;
+	json_object *obj = NULL, *st, *v, *labels = NULL, *cfg;
 	char path[256];
 	int rc;
 
@@ -461,6 +1145,8 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 			"container '%s' exists but was not made by hutch; remove it "
 			"or pick another session name", s->container);
 	}
+	if (diff)
+		mismatch(s, labels, diff, diffsz);
 	rc = 0;
 	snprintf(state, statesz, "unknown");
 	if (json_object_object_get_ex(obj, "State", &st)) {
@@ -475,6 +1161,12 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 	return rc;
 }
 
+int hutch__session_state(hutch_session *s, char *state, size_t statesz,
+			 hutch_error **err)
+{
+	return state_of(s, state, statesz, NULL, 0, err);
+}
+
 static int remove_container(hutch_session *s, hutch_error **err)
 {
 	char path[256];
@@ -486,13 +1178,48 @@ static int remove_container(hutch_session *s, hutch_error **err)
 	return rc == HUTCH_ENOTFOUND ? 0 : rc;
 }
 
-static int create(hutch_session *s, hutch_error **err)
+/*
+ * The user commands run as, when the caller chose none and the record has
+ * none: a bind-mounted workspace's owner (so the files the session writes
+ * are the owner's on the host), else 1000:1000, which needs no passwd
+ * entry; create() then prefers the image's "sandbox" user by name when it
+ * has other ids.  Never root by default.
+ */
+static int default_user(hutch_session *s, hutch_error **err)
+{
+	struct stat st;
+
+	s->probe_user = 0;
+	if (s->user)
+		return 0;
+	if (s->workspace) {
+		if (stat(s->workspace, &st) < 0)
+			return hutch__error_set(err, HUTCH_EINVALID, "workspace '%.200s': %s",
+						s->workspace, strerror(errno));
+		if (st.st_uid == 0)
+			return hutch__error_set(err, HUTCH_EINVALID,
+				"workspace '%.200s' belongs to root, and commands run as an "
+				"unprivileged user: give it to one (chown 1000:1000 DIR) or "
+				"choose the user (--user UID:GID, or --user root)", s->workspace);
+		if (asprintf(&s->user, "%u:%u", (unsigned int)st.st_uid,
+			     (unsigned int)st.st_gid) < 0) {
+			s->user = NULL;
+			return hutch__error_oom(err);
+		}
+		return 0;
+	}
+	s->probe_user = 1;
+	s->user = strdup(HUTCH_SESSION_DEFAULT_USER);
+	return s->user ? 0 : hutch__error_oom(err);
+}
+
+static int create_container(hutch_session *s, hutch_error **err)
 {
 	json_object *body;
 	char path[256];
 	int rc;
 
-	rc = ensure_volume(s, err);
+	rc = ensure_sysvol(s, err);
 	if (rc < 0)
 		return rc;
 	body = create_body(s);
@@ -509,6 +1236,49 @@ static int create(hutch_session *s, hutch_error **err)
 	return rc;
 }
 
+static int create(hutch_session *s, hutch_error **err)
+{
+	int rc = ensure_volume(s, err);
+
+	if (rc < 0)
+		return rc;
+	rc = default_user(s, err);
+	if (rc < 0 && s->new_record) {
+		/* Refused before anything ran: leave no record behind. */
+		char path[256];
+
+		snprintf(path, sizeof(path), "/volumes/%s", s->volume);
+		hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
+				   "remove the session volume", NULL);
+	}
+	return rc < 0 ? rc : create_container(s, err);
+}
+
+/*
+ * A container just made with the default 1000:1000: when the image has a
+ * "sandbox" user with other ids, it is the one to use, by name; 1 when
+ * the container must be made again for it.  Asked once it runs: Podman
+ * takes seconds to read a file from a container that never ran.  hutch's
+ * images have sandbox as 1000:1000, so they never pay for the second
+ * container.
+ */
+static int wants_sandbox_user(hutch_session *s, hutch_error **err)
+{
+	long gid, uid;
+
+	if (!s->probe_user)
+		return 0;
+	s->probe_user = 0;
+	uid = hutch__account_id(s, "sandbox", &gid);
+	if (uid < 0 || (uid == 1000 && gid == 1000))
+		return 0;
+	free(s->user);
+	if (!(s->user = strdup("sandbox")))
+		return hutch__error_oom(err);
+	s->user_chosen = 1;
+	return 1;
+}
+
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -519,23 +1289,43 @@ static void sleep_ms(unsigned int ms)
 int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 {
 	unsigned long long since = 0, now;
-	char state[32];
-	int rc, made = 0, waited = 0;
+	char state[32], diff[1024];
+	int rc, made = 0, waited = 0, checked = 0;
 
 	if (created)
 		*created = 0;
 	s->new_record = 0;
+	s->recreated = 0;
+	s->refused = 0;
 	for (;;) {
 		hutch_error *lerr = NULL;
 
-		rc = hutch__session_state(s, state, sizeof(state), &lerr);
+		rc = state_of(s, state, sizeof(state), checked ? NULL : diff, sizeof(diff),
+			      &lerr);
+		if (rc >= 0 && !checked) {
+			/* An existing container is compared once with what the
+			 * caller asked for; --recreate replaces it. */
+			checked = 1;
+			if (s->recreate && !made) {
+				rc = remove_container(s, &lerr);
+				if (rc < 0)
+					goto fail;
+				s->recreated = 1;
+				continue;
+			}
+			if (diff[0]) {
+				rc = mismatch_error(diff, &lerr);
+				goto fail;
+			}
+		}
 		if (rc == 1)
 			break;
 		if (rc == HUTCH_ENOTFOUND) {
 			hutch_error_free(lerr);
 			lerr = NULL;
+			checked = 1;
 			rc = create(s, &lerr);
-			if (rc == HUTCH_ECONFLICT && !made) {
+			if (rc == HUTCH_ECONFLICT && !made && !s->refused) {
 				/* Another process created it a moment ago:
 				 * wait for it to be started below. */
 				hutch_error_free(lerr);
@@ -547,6 +1337,10 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			rc = put_agent(s, &lerr);
 			if (rc == 0)
 				rc = start(s, &lerr);
+			if (rc == 0)
+				rc = own_workspace(s, &lerr);
+			if (rc == 0 && (rc = wants_sandbox_user(s, &lerr)) == 1)
+				rc = remove_container(s, &lerr);
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -573,6 +1367,9 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		} else if (strcmp(state, "dead") == 0 || strcmp(state, "removing") == 0) {
 			rc = remove_container(s, &lerr);
 		} else {
+			/* Not own_workspace(): this handle may not know
+			 * the session's workspace, and the owner of a bind
+			 * mount's directory must never be changed. */
 			if (strcmp(state, "created") == 0)
 				rc = put_agent(s, &lerr);
 			if (rc >= 0)
@@ -587,6 +1384,11 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			sleep_ms(50);
 		continue;
 fail:
+		/* A container this call made but could not bring up (a user
+		 * the image lacks, say) is not left for the next command to
+		 * trip over. */
+		if (made && rc != HUTCH_ECONFLICT)
+			remove_container(s, NULL);
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);
 		if (err)
 			*err = lerr;
@@ -621,6 +1423,9 @@ static void info_clear(hutch_session_info *i)
 	free(i->state);
 	free(i->workspace);
 	free(i->hutch_version);
+	free(i->user);
+	free(i->cap_add);
+	free(i->network);
 }
 
 void hutch_session_info_array_free(hutch_session_info *infos, size_t count)
@@ -656,6 +1461,20 @@ static void info_from_labels(hutch_session_info *i, json_object *labels)
 	}
 	if (!i->created && created)
 		i->created = strtoll(created, NULL, 10);
+	if (!i->user)
+		i->user = dup_or_null(label_get(labels, HUTCH_LABEL_USER));
+	if (i->memory < 0)
+		i->memory = label_int(labels, HUTCH_LABEL_MEMORY);
+	if (i->nano_cpus < 0)
+		i->nano_cpus = label_int(labels, HUTCH_LABEL_CPUS);
+	if (i->pids < 0)
+		i->pids = label_int(labels, HUTCH_LABEL_PIDS);
+	if (!i->cap_add)
+		i->cap_add = dup_or_null(label_get(labels, HUTCH_LABEL_CAPS));
+	if (!i->network)
+		i->network = dup_or_null(label_get(labels, HUTCH_LABEL_NETWORK));
+	if (i->read_only < 0)
+		i->read_only = (int)label_int(labels, HUTCH_LABEL_READONLY);
 }
 
 struct list {
@@ -678,6 +1497,8 @@ static hutch_session_info *list_find(struct list *l, const char *name)
 		l->alloc = alloc;
 	}
 	memset(&l->v[l->n], 0, sizeof(l->v[0]));
+	l->v[l->n].memory = l->v[l->n].nano_cpus = l->v[l->n].pids = -1;
+	l->v[l->n].read_only = -1;
 	l->v[l->n].name = strdup(name);
 	if (!l->v[l->n].name)
 		return NULL;
@@ -761,14 +1582,16 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 	rc = hutch__engine_call(e, "GET", path, NULL, &vols, NULL, "list volumes", err);
 	if (rc < 0)
 		goto out;
-	if (vols && json_object_object_get_ex(vols, "Volumes", &varr) &&
-	    json_object_is_type(varr, json_type_array)) {
+	/* A container's record comes first, then the system volume's (the
+	 * last container's), then the workspace volume's (the first). */
+	for (int pass = 0; pass < 2 && vols && json_object_object_get_ex(vols, "Volumes", &varr) &&
+			   json_object_is_type(varr, json_type_array); pass++) {
 		for (size_t k = 0; k < json_object_array_length(varr); k++) {
 			item = json_object_array_get_idx(varr, k);
 			rc = labelled_entry(l, item, &i, &labels, err);
 			if (rc < 0)
 				goto out;
-			if (i)
+			if (i && (label_get(labels, HUTCH_LABEL_SYSTEM) != NULL) == (pass == 0))
 				info_from_labels(i, labels);
 		}
 	}
@@ -841,6 +1664,21 @@ int hutch_session_remove(hutch_engine *e, const char *name, hutch_error **err)
 		rc = remove_container(s, err);
 		if (rc < 0)
 			goto out;
+		removed = 1;
+	}
+	/* The system volume (agent, latest record): after the container,
+	 * which used it; it may not exist (a session from before it). */
+	snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
+	rc = hutch__engine_call(e, "DELETE", path, NULL, NULL, NULL,
+				"remove the session's system volume", err);
+	if (rc == HUTCH_ENOTFOUND) {
+		hutch_error_free(err ? *err : NULL);
+		if (err)
+			*err = NULL;
+		rc = 0;
+	} else if (rc < 0) {
+		goto out;
+	} else {
 		removed = 1;
 	}
 	snprintf(path, sizeof(path), "/volumes/%s", s->volume);

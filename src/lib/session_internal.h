@@ -4,6 +4,7 @@
 #ifndef HUTCH_SESSION_INTERNAL_H
 #define HUTCH_SESSION_INTERNAL_H
 
+#include <stdint.h>
 #include <hutch/session.h>
 
 #define HUTCH_LABEL_SESSION "dev.hutch.session"
@@ -13,19 +14,68 @@
 #define HUTCH_LABEL_WORKSPACE "dev.hutch.workspace"
 #define HUTCH_LABEL_ENV "dev.hutch.env"
 #define HUTCH_LABEL_CONFIG "dev.hutch.config"
+/* The locked-down settings (absent on sessions made before them). */
+#define HUTCH_LABEL_USER "dev.hutch.user"
+#define HUTCH_LABEL_MEMORY "dev.hutch.memory"
+#define HUTCH_LABEL_CPUS "dev.hutch.nano-cpus"
+#define HUTCH_LABEL_PIDS "dev.hutch.pids"
+#define HUTCH_LABEL_CAPS "dev.hutch.cap-add"
+#define HUTCH_LABEL_NETWORK "dev.hutch.network"
+#define HUTCH_LABEL_READONLY "dev.hutch.read-only"
+/* On the system volume ("hutch_NAME"): the session it belongs to.  Not
+ * HUTCH_LABEL_SESSION, so listings do not take it for a session. */
+#define HUTCH_LABEL_SYSTEM "dev.hutch.system-of"
+
+/* Which settings the caller of hutch_session_open asked for, as opposed
+ * to defaults: only those are compared with a session's record. */
+enum {
+	HUTCH__SET_IMAGE = 1 << 0,
+	HUTCH__SET_WORKSPACE = 1 << 1,
+	HUTCH__SET_ENV = 1 << 2,
+	HUTCH__SET_USER = 1 << 3,
+	HUTCH__SET_MEMORY = 1 << 4,
+	HUTCH__SET_CPUS = 1 << 5,
+	HUTCH__SET_PIDS = 1 << 6,
+	HUTCH__SET_CAPS = 1 << 7,
+	HUTCH__SET_NETWORK = 1 << 8,
+	HUTCH__SET_READONLY = 1 << 9,
+};
 
 struct hutch_session {
 	hutch_engine *engine;   /* borrowed */
 	char *name;
 	char *container;        /* "hutch-NAME" */
-	char *volume;           /* "hutch-NAME" */
+	char *volume;           /* "hutch-NAME": workspace and first record */
+	char *sysvol;           /* "hutch_NAME": /.hutch and latest record */
 	char *image;
 	char *workspace;        /* absolute host path, or NULL for the volume */
 	char **env;
 	size_t env_count;
+	char *user;             /* NULL: not chosen yet (the default) */
+	int64_t memory, nano_cpus, pids;
+	char **caps;            /* capabilities added back, "NET_RAW"... */
+	size_t cap_count;
+	char *network;
+	int read_only;
+	unsigned int set;       /* HUTCH__SET_* */
+	int recreate;           /* replace a container whose record differs */
 	int new_record;         /* the last ensure found no volume and made it:
 				   the session is brand new, not recovered */
+	int recreated;          /* the last ensure replaced a container */
+	int refused;            /* the last ensure found another configuration */
+	int user_chosen;        /* ... and found it: keep it over the record */
+	int probe_user;         /* the user is the default 1000:1000: look for
+				   the image's "sandbox" once it runs */
+	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
+
+/* The uid and gid the session's commands run as, from the container's
+ * Config.User and its /etc/passwd and /etc/group (sync.c). */
+int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
+			 hutch_error **err);
+/* The uid of NAME in the container's /etc/passwd (and its group in *gid,
+ * may be NULL), or -1 when the file or the entry is missing (sync.c). */
+long hutch__account_id(hutch_session *s, const char *name, long *gid);
 
 /* Container name of the session.  Borrowed. */
 const char *hutch__session_container(const hutch_session *s);
@@ -36,9 +86,14 @@ const char *hutch__session_container(const hutch_session *s);
 int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 			 hutch_error **err);
 
-/* PUT a tar archive (in memory) at "/" in the session's container, which
- * must exist (it may be stopped).  `what` starts the error message. */
+/* PUT a tar archive (in memory) at HUTCH_AGENT_DIR ("/.hutch") in the
+ * session's container, which must exist (it may be stopped); entry names
+ * are relative to that directory.  `what` starts the error message. */
 int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 			   const char *what, hutch_error **err);
+
+/* A handle's secrets (secrets.c, secrets.h).  Accepts NULL. */
+struct hutch__session_secrets;
+void hutch__session_secrets_free(struct hutch__session_secrets *secrets);
 
 #endif

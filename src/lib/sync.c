@@ -267,26 +267,6 @@ static int workspace_path(char **out, const char *path, hutch_error **err)
 	return *out ? 0 : hutch__error_oom(err);
 }
 
-const char *hutch__sync_strip_top(const char *name, const char *top)
-{
-	size_t n = strlen(top);
-
-	/* Docker names the top "workspace/" (or "./" for "/workspace/."),
-	 * Podman "workspace"; both put it in front of every other entry. */
-	while (name[0] == '.' && name[1] == '/')
-		name += 2;
-	if (strncmp(name, top, n) != 0)
-		return NULL;
-	name += n;
-	if (*name == '\0')
-		return "";
-	if (*name != '/')
-		return NULL;
-	while (*name == '/')
-		name++;
-	return name;
-}
-
 /* ---- who owns what sync-in writes ------------------------------------ */
 
 /* Look NAME (or a numeric id) up in a passwd or group file; `field` 2 is
@@ -367,8 +347,9 @@ out:
  * fails ("getent unable to find entry"), and with no user it keeps the
  * headers anyway; Podman chowns to the container's user.  So hutch
  * resolves the user itself, from the container's Config.User and its
- * /etc/passwd and /etc/group, and writes the numbers.  Today the session
- * user is the image's default user (root for the default image).
+ * /etc/passwd and /etc/group, and writes the numbers.  The session user
+ * is the one hutch created the container with (session.c: the image's
+ * "sandbox" user, 1000:1000, a bind mount's owner, or --user).
  */
 static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 		      hutch_error **err)
@@ -450,6 +431,23 @@ static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 	*uid = (unsigned int)u;
 	*gid = (unsigned int)g;
 	return 0;
+}
+
+int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
+			 hutch_error **err)
+{
+	return sync_owner(s, uid, gid, err);
+}
+
+long hutch__account_id(hutch_session *s, const char *name, long *gid)
+{
+	char *passwd = container_file(s, "/etc/passwd", NULL);
+	long u = passwd ? account_lookup(passwd, name, 2) : -1;
+
+	if (gid)
+		*gid = passwd ? account_lookup(passwd, name, 3) : -1;
+	free(passwd);
+	return u;
 }
 
 /* ---- driving a sync -------------------------------------------------- */

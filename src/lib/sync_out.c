@@ -41,6 +41,26 @@ struct unpack {
 	char *buf;
 };
 
+const char *hutch__sync_strip_top(const char *name, const char *top)
+{
+	size_t n = strlen(top);
+
+	/* Docker names the top "workspace/" (or "./" for "/workspace/."),
+	 * Podman "workspace"; both put it in front of every other entry. */
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	if (strncmp(name, top, n) != 0)
+		return NULL;
+	name += n;
+	if (*name == '\0')
+		return "";
+	if (*name != '/')
+		return NULL;
+	while (*name == '/')
+		name++;
+	return name;
+}
+
 static la_ssize_t on_read(struct archive *a, void *p, const void **out)
 {
 	struct unpack *u = p;

@@ -155,6 +155,8 @@ void it_force_remove(const char *session)
 	it_api("DELETE", path, NULL, NULL);
 	snprintf(path, sizeof(path), "/volumes/hutch-%s", session);
 	it_api("DELETE", path, NULL, NULL);
+	snprintf(path, sizeof(path), "/volumes/hutch_%s", session);
+	it_api("DELETE", path, NULL, NULL);
 }
 
 /* Remove the test's sessions.  With `check`, assert it worked and that

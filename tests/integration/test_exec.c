@@ -345,7 +345,8 @@ IT_TEST(exec, container_lost_between_commands)
 	id = it_container_id(s);
 	cr_assert_not_null(id);
 	it_container_remove(s);
-	cr_assert_eq(it_count_volumes(s), 1, "the session volume went with the container");
+	cr_assert_eq(it_count_volumes(s), 2,
+		     "the session's volumes (workspace, system) went with the container");
 	expect_recovered(s, "the first command after the container was removed from outside");
 	{
 		char *id2 = it_container_id(s);

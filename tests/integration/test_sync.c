@@ -218,16 +218,16 @@ IT_TEST(sync, round_trip_volume)
 	/* Inside: owned by the session user, modes and links as on the host. */
 	r = it_hutch("exec", s, "--", "stat", "-c", "%n %u:%g %a %F", "a", "a/hello.txt",
 		     "a/run.sh", "a/empty", "b", "big.bin", NULL);
-	expect_out(&r, "a 0:0 755 directory\n"
-		       "a/hello.txt 0:0 640 regular file\n"
-		       "a/run.sh 0:0 755 regular file\n"
-		       "a/empty 0:0 750 directory\n"
-		       "b 0:0 755 directory\n"
-		       "big.bin 0:0 644 regular file\n", "stat inside the container");
+	expect_out(&r, "a 1000:1000 755 directory\n"
+		       "a/hello.txt 1000:1000 640 regular file\n"
+		       "a/run.sh 1000:1000 755 regular file\n"
+		       "a/empty 1000:1000 750 directory\n"
+		       "b 1000:1000 755 directory\n"
+		       "big.bin 1000:1000 644 regular file\n", "stat inside the container");
 	r = it_hutch("exec", s, "--", "sh", "-c",
 		     "stat -c '%u:%g' b/link; readlink b/link; readlink b/etc; readlink b/dangling; "
 		     "ls -A a/empty | wc -l; ls -A", NULL);
-	expect_out(&r, "0:0\n../a/hello.txt\n/etc\nnowhere\n0\na\nb\nbig.bin\n",
+	expect_out(&r, "1000:1000\n../a/hello.txt\n/etc\nnowhere\n0\na\nb\nbig.bin\n",
 		   "links, the empty dir, nothing excluded or skipped arrived");
 	r = it_hutch("exec", s, "--", "./a/run.sh", NULL);
 	expect_out(&r, "ran\n", "the executable bit survived");
@@ -298,6 +298,11 @@ IT_TEST(sync, hostile_workspace_stays_in_hostdir)
 	snprintf(cmd, sizeof(cmd), "%s/f", outside);
 	lnk(host, "evilf", cmd);
 
+	/* A device node takes root and CAP_MKNOD, which a session lacks
+	 * unless it is given them (test_lockdown.c): this one is. */
+	r = it_hutch("up", s, "--user", "root", "--cap-add", "MKNOD", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch up S --user root --cap-add MKNOD");
+	it_result_free(&r);
 	r = it_hutch("sh", s, "mkdir evil && echo pwn > evil/x && echo pwn > evilf && "
 		     "ln -s /etc etc && mkdir d && ln -s ../../../../../.. d/up && "
 		     "mknod null c 1 3 && mkfifo fifo && echo ok > ok", NULL);
@@ -342,6 +347,8 @@ IT_TEST(sync, bind_workspace_stopped_container)
 	tmpdir(ws, sizeof(ws), "ws");
 	tmpdir(out, sizeof(out), "out");
 	make_tree(src, 0);
+	/* The session runs as the workspace's owner (root's is refused). */
+	cr_assert_eq(chown(ws, 1000, 1000), 0, "chown: %s", strerror(errno));
 	r = it_hutch("up", s, "--workspace", ws, NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --workspace WS");
 	it_result_free(&r);
@@ -357,7 +364,7 @@ IT_TEST(sync, bind_workspace_stopped_container)
 	expect_link(ws, "b/link", "../a/hello.txt");
 	expect_same_file(src, ws, "a/run.sh");
 	r = it_hutch("exec", s, "--", "stat", "-c", "%u:%g", "a/hello.txt", NULL);
-	expect_out(&r, "0:0\n", "owned by the session user on a bind mount too");
+	expect_out(&r, "1000:1000\n", "owned by the session user on a bind mount too");
 
 	it_container_stop(s);
 	r = it_hutch("sync-out", s, out, "a", NULL);
@@ -402,7 +409,7 @@ IT_TEST(sync, up_seed)
 	it_result_free(&r);
 	r = it_hutch("exec", s, "--", "sh", "-c",
 		     "stat -c '%u:%g %a' a/hello.txt; cat node_modules/x.js; ls a", NULL);
-	expect_out(&r, "0:0 640\nx\nempty\nhello.txt\nrun.sh\n", "the seeded workspace");
+	expect_out(&r, "1000:1000 640\nx\nempty\nhello.txt\nrun.sh\n", "the seeded workspace");
 
 	/* Seeding an existing session is refused and changes nothing. */
 	r = it_hutch("up", s, "--seed", src, NULL);

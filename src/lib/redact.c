@@ -1,0 +1,519 @@
+/*
+ * redact.c - streaming secret redaction (see redact.h)
+ *
+ * The automaton is a trie of every pattern with Aho-Corasick failure links;
+ * each state knows the longest pattern that ends there (its own or one
+ * reached through its failure chain), which is all masking needs: every
+ * occurrence ending at a position is inside the longest one ending there.
+ *
+ * A redactor keeps the undecided bytes in a window.  A byte can be decided
+ * once it is `hold - 1` bytes behind the newest one (`hold` is the longest
+ * pattern): any occurrence that could still cover it would have to be
+ * longer.  Decided
+ * bytes leave as they are, or as one "[REDACTED]" per masked run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "redact.h"
+
+struct node {
+	uint32_t fail;     /* failure link */
+	uint32_t child;    /* first child, 0 for none (0 is the root) */
+	uint32_t sibling;  /* next child of the same parent */
+	uint32_t out;      /* longest pattern ending here, 0 for none */
+	uint32_t depth;    /* length of the prefix this node stands for */
+	unsigned char byte;
+};
+
+struct hutch__secrets {
+	struct node *nodes;
+	size_t n, alloc;
+	uint32_t root_next[256]; /* the root's children, dense: most bytes
+				    of ordinary output stop there */
+	size_t max_len;
+};
+
+/* --- the automaton ---------------------------------------------------------- */
+
+static uint32_t child_of(const hutch__secrets *set, uint32_t node,
+			 unsigned char c)
+{
+	if (node == 0)
+		return set->root_next[c];
+	for (uint32_t k = set->nodes[node].child; k; k = set->nodes[k].sibling)
+		if (set->nodes[k].byte == c)
+			return k;
+	return 0;
+}
+
+/* One byte through the automaton: amortized constant time, since each
+ * failure link taken shortens the match at least by one. */
+static uint32_t step(const hutch__secrets *set, uint32_t state,
+		     unsigned char c)
+{
+	uint32_t next;
+
+	for (;;) {
+		next = child_of(set, state, c);
+		if (next || state == 0)
+			return next;
+		state = set->nodes[state].fail;
+	}
+}
+
+static int add_pattern(hutch__secrets *set, const unsigned char *p, size_t len)
+{
+	uint32_t node = 0, next;
+
+	for (size_t i = 0; i < len; i++) {
+		next = child_of(set, node, p[i]);
+		if (!next) {
+			if (set->n == set->alloc) {
+				size_t alloc = set->alloc * 2;
+				struct node *nn = realloc(set->nodes, alloc * sizeof(*nn));
+
+				if (!nn)
+					return -1;
+				set->nodes = nn;
+				set->alloc = alloc;
+			}
+			next = (uint32_t)set->n++;
+			memset(&set->nodes[next], 0, sizeof(set->nodes[next]));
+			set->nodes[next].byte = p[i];
+			set->nodes[next].depth = (uint32_t)i + 1;
+			if (node == 0) {
+				set->root_next[p[i]] = next;
+			} else {
+				set->nodes[next].sibling = set->nodes[node].child;
+				set->nodes[node].child = next;
+			}
+		}
+		node = next;
+	}
+	if (set->nodes[node].out < len)
+		set->nodes[node].out = (uint32_t)len;
+	if (len > set->max_len)
+		set->max_len = len;
+	return 0;
+}
+
+/* Failure links, breadth first so a node's link is known before its
+ * children's. */
+static int link(hutch__secrets *set)
+{
+	uint32_t *queue = malloc(set->n * sizeof(*queue));
+	size_t head = 0, tail = 0;
+
+	if (!queue)
+		return -1;
+	for (int c = 0; c < 256; c++)
+		if (set->root_next[c])
+			queue[tail++] = set->root_next[c];
+	while (head < tail) {
+		uint32_t u = queue[head++];
+
+		for (uint32_t v = set->nodes[u].child; v; v = set->nodes[v].sibling) {
+			uint32_t f = step(set, set->nodes[u].fail, set->nodes[v].byte);
+
+			set->nodes[v].fail = f;
+			if (set->nodes[v].out < set->nodes[f].out)
+				set->nodes[v].out = set->nodes[f].out;
+			queue[tail++] = v;
+		}
+	}
+	free(queue);
+	return 0;
+}
+
+/* --- the patterns of one value ---------------------------------------------- */
+
+static const char b64_std[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64_url[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Base64 of `len` bytes into `out` (room for 4 * (len + 2) / 3 + 1);
+ * returns the length. */
+static size_t b64(char *out, const unsigned char *in, size_t len,
+		  const char *alphabet, int pad)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+
+		out[o++] = alphabet[v >> 18];
+		out[o++] = alphabet[(v >> 12) & 63];
+		out[o++] = alphabet[(v >> 6) & 63];
+		out[o++] = alphabet[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)in[i] << 16 |
+			     (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+
+		out[o++] = alphabet[v >> 18];
+		out[o++] = alphabet[(v >> 12) & 63];
+		if (i + 1 < len)
+			out[o++] = alphabet[(v >> 6) & 63];
+		if (pad) {
+			if (i + 1 >= len)
+				out[o++] = '=';
+			out[o++] = '=';
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
+{
+	static const char *const alphabets[] = { b64_std, b64_url };
+	size_t enc_max = 4 * (len + 4) / 3 + 8, n;
+	unsigned char *shifted = malloc(len + 4);
+	char *enc = malloc(enc_max > 2 * len + 1 ? enc_max : 2 * len + 1);
+	int rc = -1;
+
+	if (!shifted || !enc)
+		goto out;
+	if (add_pattern(set, v, len) < 0)
+		goto out;
+	for (int upper = 0; upper < 2; upper++) {
+		const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+
+		for (size_t i = 0; i < len; i++) {
+			enc[2 * i] = digits[v[i] >> 4];
+			enc[2 * i + 1] = digits[v[i] & 15];
+		}
+		if (add_pattern(set, (unsigned char *)enc, 2 * len) < 0)
+			goto out;
+	}
+	for (size_t a = 0; a < 2; a++) {
+		/* The value encoded alone, padded or not. */
+		for (int pad = 0; pad < 2; pad++) {
+			n = b64(enc, v, len, alphabets[a], pad);
+			if (add_pattern(set, (unsigned char *)enc, n) < 0)
+				goto out;
+		}
+		/* Preceded by k bytes: the value's bits run from bit 8k to
+		 * 8(k + len); the characters whose six bits all lie inside
+		 * are the same whatever surrounds the value. */
+		for (size_t k = 0; k < 3; k++) {
+			size_t first = (8 * k + 5) / 6, end = (8 * (k + len)) / 6;
+
+			memset(shifted, 0, len + 4);
+			memcpy(shifted + k, v, len);
+			b64(enc, shifted, k + len + 2, alphabets[a], 0);
+			if (add_pattern(set, (unsigned char *)enc + first, end - first) < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (shifted)
+		explicit_bzero(shifted, len + 4);
+	if (enc)
+		explicit_bzero(enc, enc_max > 2 * len + 1 ? enc_max : 2 * len + 1);
+	free(shifted);
+	free(enc);
+	return rc;
+}
+
+int hutch__secrets_new(hutch__secrets **out, const char *const *values,
+		       const size_t *lens, size_t n, const char **why)
+{
+	hutch__secrets *set;
+	size_t total = 0;
+
+	if (n > HUTCH_SECRETS_MAX) {
+		*why = "too many secrets (at most 32)";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (lens[i] < HUTCH_SECRET_MIN_LEN) {
+			*why = "a secret's value is shorter than 4 bytes, too short to "
+			       "redact without masking ordinary output";
+			return -1;
+		}
+		if (lens[i] > HUTCH_SECRET_MAX_LEN) {
+			*why = "a secret's value is longer than 4096 bytes";
+			return -1;
+		}
+		total += lens[i];
+	}
+	if (total > HUTCH_SECRETS_MAX_TOTAL) {
+		*why = "the secrets' values add up to more than 16 KiB";
+		return -1;
+	}
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return -2;
+	set->alloc = 256;
+	set->nodes = calloc(set->alloc, sizeof(*set->nodes));
+	set->n = 1;
+	if (!set->nodes)
+		goto oom;
+	for (size_t i = 0; i < n; i++)
+		if (add_value(set, (const unsigned char *)values[i], lens[i]) < 0)
+			goto oom;
+	if (link(set) < 0)
+		goto oom;
+	*out = set;
+	return 0;
+oom:
+	hutch__secrets_free(set);
+	return -2;
+}
+
+void hutch__secrets_free(hutch__secrets *set)
+{
+	if (!set)
+		return;
+	if (set->nodes)
+		explicit_bzero(set->nodes, set->alloc * sizeof(*set->nodes));
+	explicit_bzero(set->root_next, sizeof(set->root_next));
+	free(set->nodes);
+	free(set);
+}
+
+size_t hutch__secrets_max_pattern(const hutch__secrets *set)
+{
+	return set ? set->max_len : 0;
+}
+
+/* --- streams ------------------------------------------------------------------ */
+
+int hutch__redactor_init(hutch__redactor *r, const hutch__secrets *set)
+{
+	memset(r, 0, sizeof(*r));
+	if (!set || set->max_len == 0)
+		return 0;
+	r->set = set;
+	r->hold = set->max_len;
+	/* Room to decide in batches rather than a byte at a time. */
+	r->size = r->hold + HUTCH_REDACT_BATCH;
+	/* Every run covers a pattern's worth of window (patterns are at least
+	 * HUTCH_SECRET_MIN_LEN long) and runs do not overlap. */
+	r->runs_cap = r->size / HUTCH_SECRET_MIN_LEN + 2;
+	r->window = malloc(r->size);
+	r->runs = malloc(r->runs_cap * sizeof(*r->runs));
+	if (!r->window || !r->runs) {
+		hutch__redactor_free(r);
+		return -1;
+	}
+	return 0;
+}
+
+void hutch__redactor_free(hutch__redactor *r)
+{
+	if (!r)
+		return;
+	if (r->window)
+		explicit_bzero(r->window, r->size);
+	explicit_bzero(r->out, sizeof(r->out));
+	free(r->window);
+	free(r->runs);
+	memset(r, 0, sizeof(*r));
+}
+
+static int hand_on(hutch__redactor *r, hutch__redact_emit emit, void *payload)
+{
+	int rc = 0;
+
+	if (r->out_len)
+		rc = emit(r->out, r->out_len, payload);
+	r->out_len = 0;
+	return rc;
+}
+
+static int put(hutch__redactor *r, const char *data, size_t len,
+	       hutch__redact_emit emit, void *payload)
+{
+	size_t n;
+	int rc;
+
+	while (len > 0) {
+		if (r->out_len == sizeof(r->out) && (rc = hand_on(r, emit, payload)))
+			return rc;
+		n = sizeof(r->out) - r->out_len;
+		if (n > len)
+			n = len;
+		memcpy(r->out + r->out_len, data, n);
+		r->out_len += n;
+		data += n;
+		len -= n;
+	}
+	return 0;
+}
+
+#define RUN(r, i) ((r)->runs[((r)->runs_head + (i)) % (r)->runs_cap])
+
+/* Mask [start, pos): merge with the runs it overlaps, which are the last
+ * ones, since occurrences are found in order of their ends.  Runs that
+ * only touch stay apart ("[REDACTED][REDACTED]"). */
+static void mask(hutch__redactor *r, uint64_t start)
+{
+	while (r->runs_len && RUN(r, r->runs_len - 1).end > start) {
+		if (RUN(r, r->runs_len - 1).start < start)
+			start = RUN(r, r->runs_len - 1).start;
+		r->runs_len--;
+	}
+	RUN(r, r->runs_len).start = start;
+	RUN(r, r->runs_len).end = r->pos;
+	r->runs_len++;
+}
+
+/* Decide every byte before `upto`. */
+static int decide(hutch__redactor *r, uint64_t upto, hutch__redact_emit emit,
+		  void *payload)
+{
+	int rc;
+
+	while (r->base < upto) {
+		if (r->runs_len && r->base >= RUN(r, 0).start) {
+			uint64_t end = RUN(r, 0).end < upto ? RUN(r, 0).end : upto;
+
+			if (!r->marked) {
+				rc = put(r, HUTCH_REDACTED, sizeof(HUTCH_REDACTED) - 1,
+					 emit, payload);
+				if (rc)
+					return rc;
+				r->marked = 1;
+			}
+			r->base = end;
+			if (r->base >= RUN(r, 0).end) {
+				r->runs_head = (r->runs_head + 1) % r->runs_cap;
+				r->runs_len--;
+				r->marked = 0;
+			}
+		} else {
+			uint64_t lim = upto;
+			size_t at, n;
+
+			if (r->runs_len && RUN(r, 0).start < lim)
+				lim = RUN(r, 0).start;
+			at = (size_t)(r->base % r->size);
+			n = (size_t)(lim - r->base);
+			if (n > r->size - at)
+				n = r->size - at;
+			rc = put(r, r->window + at, n, emit, payload);
+			if (rc)
+				return rc;
+			r->base += n;
+		}
+	}
+	return 0;
+}
+
+int hutch__redact_feed(hutch__redactor *r, const char *data, size_t len,
+		       hutch__redact_emit emit, void *payload)
+{
+	const hutch__secrets *set = r->set;
+	uint32_t state, m;
+	int rc;
+
+	if (!set)
+		return len ? emit(data, len, payload) : 0;
+	state = r->state;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)data[i];
+
+		/* The window is full: decide all but the last hold - 1 bytes,
+		 * which an occurrence not yet complete may still cover. */
+		if (r->pos - r->base == r->size &&
+		    (rc = decide(r, r->pos - r->hold + 1, emit, payload))) {
+			r->state = state;
+			return rc;
+		}
+		r->window[r->pos % r->size] = (char)c;
+		r->pos++;
+		/* Most bytes of most output start nothing. */
+		if (state == 0 && set->root_next[c] == 0)
+			continue;
+		state = step(set, state, c);
+		m = set->nodes[state].out;
+		if (m)
+			mask(r, r->pos - m);
+	}
+	r->state = state;
+	/* Hand on what is decided now rather than a window later: output
+	 * should flow as it comes. */
+	if (r->pos - r->base >= r->hold &&
+	    (rc = decide(r, r->pos - r->hold + 1, emit, payload)))
+		return rc;
+	return hand_on(r, emit, payload);
+}
+
+int hutch__redact_flush(hutch__redactor *r, int cut, hutch__redact_emit emit,
+			void *payload)
+{
+	uint32_t depth;
+	int rc;
+
+	if (!r->set)
+		return 0;
+	/* The state's depth is the longest tail of the stream that begins a
+	 * pattern; it is still in the window (shorter than any pattern). */
+	depth = r->set->nodes[r->state].depth;
+	if (cut && depth >= HUTCH_SECRET_MIN_LEN)
+		mask(r, r->pos - depth);
+	rc = decide(r, r->pos, emit, payload);
+	if (!rc)
+		rc = hand_on(r, emit, payload);
+	r->state = 0;
+	r->marked = 0;
+	r->runs_len = 0;
+	r->base = r->pos;
+	return rc;
+}
+
+struct growbuf {
+	char *data;
+	size_t len, alloc;
+};
+
+static int grow_emit(const char *data, size_t len, void *p)
+{
+	struct growbuf *b = p;
+
+	if (b->len + len + 1 > b->alloc) {
+		size_t alloc = b->alloc ? b->alloc : 64;
+		char *nd;
+
+		while (alloc < b->len + len + 1)
+			alloc *= 2;
+		nd = realloc(b->data, alloc);
+		if (!nd)
+			return -1;
+		b->data = nd;
+		b->alloc = alloc;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	return 0;
+}
+
+char *hutch__redact_buffer(const hutch__secrets *set, const char *data,
+			   size_t len, int cut, size_t *outlen)
+{
+	struct growbuf b = { NULL, 0, 0 };
+	hutch__redactor r;
+	int rc;
+
+	if (hutch__redactor_init(&r, set) < 0)
+		return NULL;
+	rc = hutch__redact_feed(&r, data, len, grow_emit, &b);
+	if (!rc)
+		rc = hutch__redact_flush(&r, cut, grow_emit, &b);
+	hutch__redactor_free(&r);
+	if (!rc && !b.data)
+		rc = grow_emit("", 0, &b);
+	if (rc) {
+		free(b.data);
+		return NULL;
+	}
+	b.data[b.len] = '\0';
+	if (outlen)
+		*outlen = b.len;
+	return b.data;
+}
