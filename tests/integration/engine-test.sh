@@ -49,4 +49,4 @@ HUTCH_TEST_ENGINE=$url
 HUTCH_TEST_ENGINE_NAME=$name
 export HUTCH_TEST_ENGINE HUTCH_TEST_ENGINE_NAME
 echo "engine-test: $name at $url"
-exec "$bin" --verbose --color=never --short-filename --timeout "${HUTCH_TEST_TIMEOUT:-180}"
+exec "$bin" --verbose --color=never --short-filename --timeout "${HUTCH_TEST_TIMEOUT:-600}"
