@@ -144,6 +144,11 @@ void it_begin(void)
 	marker_set(1);
 }
 
+void it_not_waited_for(void)
+{
+	marker_set(0);
+}
+
 void it_force_remove(const char *session)
 {
 	char path[256];

@@ -159,6 +159,9 @@ json_object *it_all_names(void);
  * gone or their processes died).  Returns how many still run when `limit`
  * seconds passed. */
 int it_wait_other_tests(double limit);
+/* The calling test is not one the others wait for (the last suite's
+ * leftover check, which itself waits for all of them). */
+void it_not_waited_for(void);
 
 void it_sleep(double seconds);
 double it_now(void);

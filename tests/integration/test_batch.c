@@ -329,7 +329,7 @@ IT_TEST(batch, interrupt_kills_and_removes)
  * 64 container creations keep a 2-core machine's engine busy for a minute
  * or more (Podman: minutes), which would starve tests running beside it
  * into their time limits.  So this test is in a suite named to start last
- * (Criterion runs suites in name order, after session::zz_no_leftovers),
+ * (Criterion runs suites in name order; only zzz_last comes after it),
  * waits for the other tests to end, and has a longer bound of its own. */
 #define WIDE 64
 
