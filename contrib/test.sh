@@ -189,7 +189,8 @@ valgrind_unit() {
 		timeout --kill-after=30 "${HUTCH_VALGRIND_TIMEOUT:-900}" \
 			./libtool --mode=execute valgrind -q --trace-children=yes \
 			--trace-children-skip='*/hutch-agent' --log-file="$logs/%p.log" \
-			--leak-check=full --errors-for-leak-kinds=definite "$@" \
+			--leak-check=full --errors-for-leak-kinds=definite \
+			--suppressions="$top/tests/valgrind.supp" "$@" \
 			>"$logs/${t##*/}.out" 2>&1 ||
 			{ tail -n 20 "$logs/${t##*/}.out"; return 1; }
 		tail -n 1 "$logs/${t##*/}.out"

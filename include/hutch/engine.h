@@ -60,7 +60,8 @@ void hutch_engine_free(hutch_engine *engine);
 const char *hutch_engine_url(const hutch_engine *engine);
 
 /* Where the URL came from: "--engine", "HUTCH_ENGINE", "DOCKER_HOST",
- * "CONTAINER_HOST" or "default socket".  Borrowed, static. */
+ * "CONTAINER_HOST", "default socket", or "HUTCH_ENGINES" for an engine of a
+ * fleet (hutch/fleet.h).  Borrowed, static. */
 const char *hutch_engine_source(const hutch_engine *engine);
 
 /* The API version prefix hutch pins, e.g. "1.41".  Borrowed. */

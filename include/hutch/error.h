@@ -30,7 +30,8 @@ typedef enum {
 	HUTCH_EPROTO = -11,      /* the engine said something we cannot parse */
 	HUTCH_EESCAPE = -12,     /* a workspace path resolves outside it */
 	HUTCH_ENOMATCH = -13,    /* edit: the old text is not in the file */
-	HUTCH_EAMBIGUOUS = -14,  /* edit: the old text is there more than once */
+	HUTCH_EAMBIGUOUS = -14,  /* edit: the old text is there more than once;
+				    a session exists on two engines */
 } hutch_errcode;
 
 typedef struct hutch_error hutch_error;

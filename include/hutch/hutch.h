@@ -6,6 +6,7 @@
 
 #include <hutch/error.h>
 #include <hutch/engine.h>
+#include <hutch/fleet.h>
 #include <hutch/session.h>
 #include <hutch/exec.h>
 #include <hutch/fs.h>

@@ -14,8 +14,11 @@
 #define EXIT_HUTCH_FAILED 125
 #define EXIT_TIMEOUT 124
 
+#define CLI_MAX_ENGINES 64
+
 typedef struct {
-	const char *engine_url; /* --engine, or NULL */
+	const char *engines[CLI_MAX_ENGINES]; /* every --engine */
+	size_t nengines;
 	const char *prog;
 } cli_globals;
 
@@ -25,8 +28,14 @@ typedef int (*cli_cmd_fn)(cli_globals *g, int argc, char **argv);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print the library error and free it; returns EXIT_HUTCH_FAILED. */
 int cli_fail(hutch_error *err);
-/* Open the engine named by --engine or found by discovery. */
-int cli_engine(cli_globals *g, hutch_engine **out);
+/* Open the engines of --engine (each one), else of HUTCH_ENGINES, else the
+ * one discovery finds. */
+int cli_fleet(cli_globals *g, hutch_fleet **out);
+/* The engine session `name` lives on, or the one to create it on with
+ * HUTCH_FLEET_CREATE in `flags` (hutch_fleet_locate); with a single engine
+ * no request is made.  The caller owns `*out`.  Errors are said. */
+int cli_session_engine(cli_globals *g, const char *name, int flags,
+		       hutch_engine **out);
 
 /* A growable list of strings that the caller does not own. */
 typedef struct {

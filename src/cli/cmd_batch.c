@@ -1,5 +1,5 @@
 /*
- * cmd_batch.c - hutch batch: many commands in many sessions on one engine
+ * cmd_batch.c - hutch batch: many commands in many sessions
  *
  *   hutch batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC]
  *               [--max-output BYTES] [--image IMG]
@@ -9,7 +9,8 @@
  *    "timeout": 30, "seed": "./src", "env": ["K=V"], "workdir": "sub",
  *    "id": <anything>}
  * N worker threads (one hutch_session handle per job, one shared
- * hutch_engine, whose connection pool is thread-safe) take lines in order
+ * hutch_fleet of engines, whose connection pools are thread-safe; each
+ * session is placed on, or found on, one of them) take lines in order
  * and print one JSON object per job in the order the jobs end.  A job that
  * fails, times out or cannot be read yields its own result; the others go
  * on.  Sessions the batch created are removed at the end unless --keep;
@@ -59,11 +60,12 @@ struct sess {
 	int created;          /* this batch created it: remove unless --keep */
 	char *seed;           /* host directory it was seeded from, or NULL */
 	char *error;          /* SESS_FAILED: why */
+	hutch_engine *engine; /* where it lives (borrowed from the fleet) */
 	struct sess *next;
 };
 
 struct batch {
-	hutch_engine *engine;
+	hutch_fleet *fleet;
 	hutch_cancel *cancel;
 	FILE *in;
 	const char *image;
@@ -193,6 +195,7 @@ struct job {
 	char *workdir;
 	const char *seed;
 	uint64_t timeout_ms;
+	hutch_engine *engine;    /* its session's (borrowed from the fleet) */
 	char error[512];         /* why the line cannot run */
 };
 
@@ -376,6 +379,7 @@ static int sess_prepare(struct batch *b, struct job *j)
 	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
 	hutch_sync_options syo = HUTCH_SYNC_OPTIONS_INIT;
 	hutch_session *h = NULL;
+	hutch_engine *engine = NULL;
 	hutch_error *err = NULL;
 	struct sess *s;
 	int created = 0, rc = 0;
@@ -395,6 +399,7 @@ static int sess_prepare(struct batch *b, struct job *j)
 		return -1;
 	}
 	if (s->state == SESS_READY) {
+		j->engine = s->engine;
 		/* A seed only fills a session the batch creates, once. */
 		if (j->seed && s->seed && strcmp(s->seed, j->seed) != 0)
 			rc = job_fail(j, "session '%s' was seeded from '%.200s' by an earlier "
@@ -410,7 +415,9 @@ static int sess_prepare(struct batch *b, struct job *j)
 	pthread_mutex_unlock(&b->lock);
 
 	so.image = b->image;
-	rc = hutch_session_open(&h, b->engine, j->session, &so, &err);
+	rc = hutch_fleet_locate(b->fleet, j->session, HUTCH_FLEET_CREATE, &engine, NULL, &err);
+	if (rc == 0)
+		rc = hutch_session_open(&h, engine, j->session, &so, &err);
 	if (rc == 0)
 		rc = hutch_session_ensure(h, &created, &err);
 	if (rc == 0 && j->seed && !created) {
@@ -430,6 +437,8 @@ static int sess_prepare(struct batch *b, struct job *j)
 
 	pthread_mutex_lock(&b->lock);
 	s->created = created;
+	s->engine = engine;
+	j->engine = engine;
 	if (rc == 0) {
 		s->state = SESS_READY;
 		if (j->seed && !(s->seed = strdup(j->seed)))
@@ -561,7 +570,7 @@ static void run_job(struct batch *b, struct job *j, const char *text, int too_lo
 	o.capture = 1;
 	o.max_output = b->max_output;
 	o.cancel = b->cancel;
-	if (hutch_session_open(&h, b->engine, j->session, NULL, &err) < 0 ||
+	if (hutch_session_open(&h, j->engine, j->session, NULL, &err) < 0 ||
 	    hutch_exec_run(&res, h, &o, &err) < 0) {
 		job_fail(j, "%s", hutch_error_message(err));
 		hutch_error_free(err);
@@ -615,7 +624,7 @@ static void *remover(void *p)
 		pthread_mutex_unlock(&r->b->lock);
 		if (i >= r->n)
 			break;
-		if (hutch_session_remove(r->b->engine, r->list[i]->name, &err) < 0 &&
+		if (hutch_session_remove(r->list[i]->engine, r->list[i]->name, &err) < 0 &&
 		    hutch_error_code(err) != HUTCH_ENOTFOUND) {
 			cli_error("batch: could not remove session '%s': %s", r->list[i]->name,
 				  hutch_error_message(err));
@@ -696,6 +705,7 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 	hutch_error *err = NULL;
 	pthread_t *threads = NULL;
 	size_t parallel = BATCH_DEFAULT_PARALLEL, started = 0, removed = 0, rmfailed = 0, created = 0;
+	size_t up = 0;
 	unsigned long long t0;
 	const char *file;
 	int c, rc = EXIT_HUTCH_FAILED;
@@ -776,13 +786,29 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if ((rc = cli_engine(g, &b.engine)) != 0)
+	if ((rc = cli_fleet(g, &b.fleet)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	/* One look before starting: an unreachable engine is one error, not
-	 * one per line. */
-	if (hutch_engine_ping(b.engine, &err) < 0) {
-		rc = cli_fail(err);
+	 * one per line.  Of several engines, those that answer get the new
+	 * sessions. */
+	for (size_t i = 0; i < hutch_fleet_size(b.fleet); i++) {
+		hutch_engine *e = hutch_fleet_engine(b.fleet, i);
+
+		if (hutch_engine_ping(e, &err) == 0) {
+			up++;
+		} else if (hutch_fleet_size(b.fleet) == 1) {
+			rc = cli_fail(err);
+			goto out;
+		} else {
+			cli_error("batch: warning: %s: %s", hutch_engine_url(e),
+				  hutch_error_message(err));
+			hutch_error_free(err);
+		}
+		err = NULL;
+	}
+	if (up == 0) {
+		cli_error("batch: none of the %zu engines answers", hutch_fleet_size(b.fleet));
 		goto out;
 	}
 
@@ -834,7 +860,7 @@ out:
 		free(s->error);
 		free(s);
 	}
-	hutch_engine_free(b.engine);
+	hutch_fleet_free(b.fleet);
 	{
 		/* A signal may still come: unhook before freeing. */
 		hutch_cancel *cancel = interrupt;

@@ -23,40 +23,26 @@ static long api_num(const char *v)
 	return major * 1000 + minor;
 }
 
-int cmd_doctor(cli_globals *g, int argc, char **argv)
+/* Check one engine (NULL: it could not be opened, `open_err` says why) and
+ * print the report.  1 when something is wrong. */
+static int doctor_one(hutch_engine *engine, hutch_error *open_err, const char *image,
+		      int json)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	hutch_engine *engine = NULL;
 	hutch_engine_info *info = NULL;
 	hutch_error *err = NULL;
 	json_object *report = json_object_new_object(), *problems = json_object_new_array();
-	const char *image = getenv("HUTCH_IMAGE");
-	int c, json = 0, have_image = -1;
+	int c, have_image = -1;
 
-	if (!report || !problems)
-		return EXIT_HUTCH_FAILED;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h':
-			puts("usage: hutch doctor [--json]");
-			return 0;
-		default:
-			return EXIT_HUTCH_FAILED;
-		}
+	if (!report || !problems) {
+		json_object_put(report);
+		json_object_put(problems);
+		return 1;
 	}
-	if (!image || !*image)
-		image = hutch_default_image();
 	json_object_object_add(report, "hutch_version", json_object_new_string(hutch_version()));
 	json_object_object_add(report, "image", json_object_new_string(image));
 
-	if (hutch_engine_open(&engine, g->engine_url, &err) < 0) {
-		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
-		hutch_error_free(err);
+	if (!engine) {
+		json_object_array_add(problems, json_object_new_string(hutch_error_message(open_err)));
 		goto report;
 	}
 	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
@@ -127,6 +113,44 @@ report:
 	json_object_put(problems);
 	json_object_put(report);
 	hutch_engine_info_free(info);
-	hutch_engine_free(engine);
 	return c;
+}
+
+int cmd_doctor(cli_globals *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	hutch_fleet *fleet = NULL;
+	hutch_error *err = NULL;
+	const char *image = getenv("HUTCH_IMAGE");
+	int c, json = 0, bad = 0;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h':
+			puts("usage: hutch doctor [--json]");
+			return 0;
+		default:
+			return EXIT_HUTCH_FAILED;
+		}
+	}
+	if (!image || !*image)
+		image = hutch_default_image();
+	/* One report per engine (a JSON line each with --json). */
+	if (hutch_fleet_open(&fleet, g->engines, g->nengines, &err) < 0) {
+		bad = doctor_one(NULL, err, image, json);
+		hutch_error_free(err);
+		return bad;
+	}
+	for (size_t i = 0; i < hutch_fleet_size(fleet); i++) {
+		if (i > 0 && !json)
+			putchar('\n');
+		bad |= doctor_one(hutch_fleet_engine(fleet, i), NULL, image, json);
+	}
+	hutch_fleet_free(fleet);
+	return bad;
 }

@@ -206,7 +206,7 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
 		goto out;
 	if (hutch_session_open(&session, engine, name, NULL, &err) < 0 ||
 	    (secrets.n &&

@@ -351,7 +351,7 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		content = stdin_buf;
 	}
 
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_session_engine(g, args[0], HUTCH_FLEET_CREATE, &engine)) != 0)
 		goto out;
 	if (hutch_session_open(&session, engine, args[0], NULL, &err) < 0 ||
 	    (secrets.n &&

@@ -172,7 +172,8 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.engine_url = g->engine_url;
+	cfg.engine_urls = g->engines;
+	cfg.nengines = g->nengines;
 	cfg.session = session;
 	cfg.session_given = session != name;
 	cfg.sopts = so;

@@ -344,7 +344,7 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		so.cap_add = caps.n ? caps.v : no_caps;
 		so.cap_add_count = caps.n;
 	}
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_open(&s, engine, name, &so, &err) < 0) {
@@ -392,6 +392,7 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 
 		if (!o)
 			goto out;
+		json_object_object_add(o, "engine", json_object_new_string(hutch_engine_url(engine)));
 		json_object_object_add(o, "created_now", json_object_new_boolean(created));
 		json_object_object_add(o, "recreated", json_object_new_boolean(so.recreate && created));
 		if (seed) {
@@ -432,6 +433,72 @@ out:
 	return rc;
 }
 
+/* Every session of every engine of the fleet, each with its engine's URL,
+ * sorted by name.  An engine that fails is said and counted in *failed. */
+struct listed {
+	hutch_session_info *infos;
+	size_t n;
+};
+
+struct entry {
+	hutch_session_info *info;
+	const char *engine;
+};
+
+static int entry_by_name(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->info->name, y->info->name);
+
+	return c ? c : strcmp(x->engine, y->engine);
+}
+
+static int list_fleet(hutch_fleet *fleet, struct listed *per, struct entry **out,
+		      size_t *count, int *failed)
+{
+	size_t total = 0, k = 0;
+	struct entry *all;
+
+	*failed = 0;
+	for (size_t i = 0; i < hutch_fleet_size(fleet); i++) {
+		hutch_engine *e = hutch_fleet_engine(fleet, i);
+		hutch_error *err = NULL;
+
+		if (hutch_session_list(&per[i].infos, &per[i].n, e, &err) < 0) {
+			if (hutch_fleet_size(fleet) > 1)
+				cli_error("%s: %s", hutch_engine_url(e), hutch_error_message(err));
+			else
+				cli_error("%s", hutch_error_message(err));
+			hutch_error_free(err);
+			per[i].infos = NULL;
+			per[i].n = 0;
+			(*failed)++;
+		}
+		total += per[i].n;
+	}
+	all = calloc(total ? total : 1, sizeof(*all));
+	if (!all) {
+		cli_error("out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < hutch_fleet_size(fleet); i++)
+		for (size_t j = 0; j < per[i].n; j++) {
+			all[k].info = &per[i].infos[j];
+			all[k++].engine = hutch_engine_url(hutch_fleet_engine(fleet, i));
+		}
+	qsort(all, total, sizeof(*all), entry_by_name);
+	*out = all;
+	*count = total;
+	return 0;
+}
+
+static void listed_free(hutch_fleet *fleet, struct listed *per)
+{
+	for (size_t i = 0; per && fleet && i < hutch_fleet_size(fleet); i++)
+		hutch_session_info_array_free(per[i].infos, per[i].n);
+	free(per);
+}
+
 int cmd_sessions(cli_globals *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -440,11 +507,11 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	hutch_engine *engine = NULL;
-	hutch_session_info *infos = NULL;
-	hutch_error *err = NULL;
+	hutch_fleet *fleet = NULL;
+	struct listed *per = NULL;
+	struct entry *all = NULL;
 	size_t n = 0;
-	int c, json = 0, names = 0, rc = EXIT_HUTCH_FAILED;
+	int c, json = 0, names = 0, rc = EXIT_HUTCH_FAILED, failed = 0, many;
 	char when[32];
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -462,39 +529,77 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 		cli_error("usage: hutch sessions [--json | --names]");
 		return EXIT_HUTCH_FAILED;
 	}
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_fleet(g, &fleet)) != 0)
 		return rc;
-	if (hutch_session_list(&infos, &n, engine, &err) < 0) {
-		rc = cli_fail(err);
+	rc = EXIT_HUTCH_FAILED;
+	many = hutch_fleet_size(fleet) > 1;
+	per = calloc(hutch_fleet_size(fleet), sizeof(*per));
+	if (!per || list_fleet(fleet, per, &all, &n, &failed) < 0)
 		goto out;
-	}
+	/* One engine and it failed: nothing to show. */
+	if (!many && failed)
+		goto out;
 	if (json) {
 		json_object *arr = json_object_new_array();
 
-		for (size_t i = 0; arr && i < n; i++)
-			json_object_array_add(arr, info_json(&infos[i]));
+		for (size_t i = 0; arr && i < n; i++) {
+			json_object *o = info_json(all[i].info);
+
+			if (o)
+				json_object_object_add(o, "engine",
+						       json_object_new_string(all[i].engine));
+			json_object_array_add(arr, o);
+		}
 		if (!arr)
 			goto out;
 		print_json(arr);
 		json_object_put(arr);
 	} else if (names) {
 		for (size_t i = 0; i < n; i++)
-			puts(infos[i].name);
+			puts(all[i].info->name);
 	} else {
-		printf("%-24s %-10s %-28s %-12s %s\n", "SESSION", "STATE", "IMAGE", "CREATED", "WORKSPACE");
+		printf("%-24s %-10s %-28s %-12s %s%s\n", "SESSION", "STATE", "IMAGE", "CREATED",
+		       "WORKSPACE", many ? "  ENGINE" : "");
 		for (size_t i = 0; i < n; i++) {
-			age(when, sizeof(when), infos[i].created);
-			printf("%-24s %-10s %-28s %-12s %s\n", infos[i].name,
-			       infos[i].state ? infos[i].state : "-",
-			       infos[i].image ? infos[i].image : "-", when,
-			       infos[i].workspace ? infos[i].workspace : "-");
+			const hutch_session_info *info = all[i].info;
+
+			age(when, sizeof(when), info->created);
+			printf("%-24s %-10s %-28s %-12s %s%s%s\n", info->name,
+			       info->state ? info->state : "-",
+			       info->image ? info->image : "-", when,
+			       info->workspace ? info->workspace : "-",
+			       many ? "  " : "", many ? all[i].engine : "");
 		}
 	}
-	rc = 0;
+	rc = failed ? EXIT_HUTCH_FAILED : 0;
 out:
-	hutch_session_info_array_free(infos, n);
-	hutch_engine_free(engine);
+	free(all);
+	listed_free(fleet, per);
+	hutch_fleet_free(fleet);
 	return rc;
+}
+
+/* Remove one session wherever it lives.  0, or 1 when it failed (said). */
+static int rm_one(hutch_fleet *fleet, const char *name, int force)
+{
+	hutch_engine *e = hutch_fleet_engine(fleet, 0);
+	hutch_error *err = NULL;
+	int r = 0;
+
+	if (hutch_fleet_size(fleet) > 1 && hutch_session_name_valid(name))
+		r = hutch_fleet_locate(fleet, name, 0, &e, NULL, &err);
+	if (r == 0)
+		r = hutch_session_remove(e, name, &err);
+	if (r == 0) {
+		printf("removed %s\n", name);
+		return 0;
+	}
+	if (r == HUTCH_ENOTFOUND && force) {
+		hutch_error_free(err);
+		return 0;
+	}
+	cli_fail(err);
+	return 1;
 }
 
 int cmd_rm(cli_globals *g, int argc, char **argv)
@@ -505,10 +610,9 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	hutch_engine *engine = NULL;
-	hutch_session_info *infos = NULL;
-	hutch_error *err = NULL;
-	cli_strv names = { 0 };
+	hutch_fleet *fleet = NULL;
+	struct listed *per = NULL;
+	struct entry *all_list = NULL;
 	size_t n = 0;
 	int c, all = 0, force = 0, rc = EXIT_HUTCH_FAILED, failed = 0;
 
@@ -527,38 +631,36 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 		cli_error("usage: hutch rm [--force] SESSION... | hutch rm --all");
 		return EXIT_HUTCH_FAILED;
 	}
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_fleet(g, &fleet)) != 0)
 		return rc;
+	rc = EXIT_HUTCH_FAILED;
 	if (all) {
-		if (hutch_session_list(&infos, &n, engine, &err) < 0) {
-			rc = cli_fail(err);
+		/* Each session on the engine it was listed on. */
+		per = calloc(hutch_fleet_size(fleet), sizeof(*per));
+		if (!per || list_fleet(fleet, per, &all_list, &n, &failed) < 0)
 			goto out;
+		for (size_t i = 0; i < hutch_fleet_size(fleet); i++) {
+			hutch_engine *e = hutch_fleet_engine(fleet, i);
+
+			for (size_t j = 0; j < per[i].n; j++) {
+				hutch_error *err = NULL;
+
+				if (hutch_session_remove(e, per[i].infos[j].name, &err) == 0) {
+					printf("removed %s\n", per[i].infos[j].name);
+				} else {
+					cli_fail(err);
+					failed = 1;
+				}
+			}
 		}
-		for (size_t i = 0; i < n; i++)
-			if (cli_strv_add(&names, infos[i].name) < 0)
-				goto out;
 	} else {
 		for (int i = optind; i < argc; i++)
-			if (cli_strv_add(&names, argv[i]) < 0)
-				goto out;
-	}
-	for (size_t i = 0; i < names.n; i++) {
-		int r = hutch_session_remove(engine, names.v[i], &err);
-
-		if (r == 0) {
-			printf("removed %s\n", names.v[i]);
-		} else if (r == HUTCH_ENOTFOUND && force) {
-			hutch_error_free(err);
-		} else {
-			cli_fail(err);
-			failed = 1;
-		}
-		err = NULL;
+			failed |= rm_one(fleet, argv[i], force);
 	}
 	rc = failed ? EXIT_HUTCH_FAILED : 0;
 out:
-	cli_strv_free(&names);
-	hutch_session_info_array_free(infos, n);
-	hutch_engine_free(engine);
+	free(all_list);
+	listed_free(fleet, per);
+	hutch_fleet_free(fleet);
 	return rc;
 }

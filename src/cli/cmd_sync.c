@@ -191,7 +191,7 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 	}
 	so.cancel = interrupt;
 	catch_signals();
-	if ((rc = cli_engine(g, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {

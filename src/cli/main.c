@@ -41,13 +41,14 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hutch [--engine URL] COMMAND ...\n\n"
+	fprintf(f, "usage: hutch [--engine URL]... COMMAND ...\n\n"
 		   "Persistent, network-less container sandboxes over the Docker/Podman API.\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  hutch %s\n", commands[i].usage);
 	fprintf(f, "\nThe engine is --engine, else $HUTCH_ENGINE, $DOCKER_HOST, $CONTAINER_HOST,\n"
-		   "else the usual Docker and Podman sockets.  See hutch(1).\n");
+		   "else the usual Docker and Podman sockets.  Several engines (--engine more\n"
+		   "than once, or $HUTCH_ENGINES): each session lives on one.  See hutch(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	cli_globals g = { NULL, "hutch" };
+	cli_globals g = { .prog = "hutch" };
 	int c;
 
 	/* A closed stdout must show up as EPIPE on write, not kill hutch
@@ -68,7 +69,11 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
-			g.engine_url = optarg;
+			if (g.nengines == CLI_MAX_ENGINES) {
+				cli_error("more than %d --engine", CLI_MAX_ENGINES);
+				return EXIT_HUTCH_FAILED;
+			}
+			g.engines[g.nengines++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);

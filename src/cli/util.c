@@ -30,13 +30,42 @@ int cli_fail(hutch_error *err)
 	return EXIT_HUTCH_FAILED;
 }
 
-int cli_engine(cli_globals *g, hutch_engine **out)
+int cli_fleet(cli_globals *g, hutch_fleet **out)
 {
 	hutch_error *err = NULL;
 
-	if (hutch_engine_open(out, g->engine_url, &err) < 0)
+	if (hutch_fleet_open(out, g->engines, g->nengines, &err) < 0)
 		return cli_fail(err);
 	return 0;
+}
+
+int cli_session_engine(cli_globals *g, const char *name, int flags,
+		       hutch_engine **out)
+{
+	hutch_fleet *fleet;
+	hutch_engine *e = NULL;
+	hutch_error *err = NULL;
+	int rc, found = -1;
+
+	if ((rc = cli_fleet(g, &fleet)) != 0)
+		return rc;
+	/* An invalid name is refused by the command itself, as with one
+	 * engine (its --json error included). */
+	if (hutch_fleet_size(fleet) == 1 || !hutch_session_name_valid(name))
+		e = hutch_fleet_engine(fleet, 0);
+	else if (hutch_fleet_locate(fleet, name, flags, &e, &found, &err) < 0)
+		rc = cli_fail(err);
+	if (rc == 0 && found == 0) {
+		for (size_t i = 0; i < hutch_fleet_size(fleet); i++)
+			if (hutch_fleet_engine_down(fleet, i))
+				cli_error("warning: %s does not answer; session '%s' is placed on %s",
+					  hutch_engine_url(hutch_fleet_engine(fleet, i)), name,
+					  hutch_engine_url(e));
+	}
+	if (rc == 0)
+		*out = hutch_fleet_detach(fleet, e);
+	hutch_fleet_free(fleet);
+	return rc;
 }
 
 int cli_strv_add(cli_strv *l, const char *s)

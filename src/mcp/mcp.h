@@ -185,7 +185,8 @@ json_object *mcp_tool_call(const mcp_tool *t, json_object *args,
 /* --- the server ------------------------------------------------------------ */
 
 typedef struct {
-	const char *engine_url;   /* NULL: discovery, as the CLI does */
+	const char *const *engine_urls; /* nengines URLs (hutch_fleet_open) */
+	size_t nengines;          /* 0: HUTCH_ENGINES or discovery, as the CLI */
 	const char *session;      /* session name (required) */
 	int session_given;        /* --session was given (for --rm) */
 	hutch_session_options sopts;

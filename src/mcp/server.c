@@ -129,16 +129,38 @@ static void send_error(struct server *srv, json_object *id, int code, const char
 
 /* --- the engine, lazily ----------------------------------------------------- */
 
+/* The engine the session lives on (with several engines, the one it is
+ * found on, or with `flags` HUTCH_FLEET_CREATE placed on). */
+static int open_engine(const mcp_config *cfg, int flags,
+		       hutch_engine **out, hutch_error **err)
+{
+	hutch_fleet *fleet;
+	hutch_engine *e = NULL;
+	int rc = hutch_fleet_open(&fleet, cfg->engine_urls, cfg->nengines, err);
+
+	if (rc < 0)
+		return rc;
+	if (hutch_fleet_size(fleet) == 1)
+		e = hutch_fleet_engine(fleet, 0);
+	else
+		rc = hutch_fleet_locate(fleet, cfg->session, flags, &e, NULL, err);
+	if (rc == 0)
+		*out = hutch_fleet_detach(fleet, e);
+	hutch_fleet_free(fleet);
+	return rc;
+}
+
 static int get_engine(hutch_engine **out, void *p, hutch_error **err)
 {
 	struct server *srv = p;
 	int rc = 0;
 
 	pthread_mutex_lock(&srv->lock);
-	/* hutch_engine_open makes no request, so holding the lock is
-	 * cheap; the first request is the tool's own. */
+	/* With one engine no request is made, so holding the lock is cheap;
+	 * the first request is the tool's own.  With several, the first
+	 * call finds or places the session; the others wait for it. */
 	if (!srv->engine)
-		rc = hutch_engine_open(&srv->engine, srv->cfg.engine_url, err);
+		rc = open_engine(&srv->cfg, HUTCH_FLEET_CREATE, &srv->engine, err);
 	if (rc == 0) {
 		srv->engine_used = 1;
 		*out = srv->engine;
@@ -617,7 +639,7 @@ out:
 	if (cfg->remove_on_exit && (srv.engine_used || cfg->session_given)) {
 		hutch_engine *e = NULL;
 		hutch_error *err = NULL;
-		int x = srv.engine ? 0 : hutch_engine_open(&srv.engine, cfg->engine_url, &err);
+		int x = srv.engine ? 0 : open_engine(cfg, 0, &srv.engine, &err);
 
 		e = srv.engine;
 		if (x == 0)

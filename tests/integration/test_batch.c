@@ -308,11 +308,10 @@ IT_TEST(batch, interrupt_kills_and_removes)
 		it_sleep(0.2);
 	it_sleep(1.5);
 	kill(p.pid, SIGINT);
-	t0 = it_now();
 	r = it_wait(&p);
 	batch_file_remove(file);
+	/* Killed, not waited for: the sleeps would end "ok" after 60 s. */
 	IT_ASSERT_EXIT(r, 128 + SIGINT, "hutch batch after SIGINT");
-	cr_expect_lt(it_now() - t0, 30, "the batch took %.1f s to stop", it_now() - t0);
 	arr = result_lines(&r);
 	cr_expect_eq(json_object_array_length(arr), 3, "%s", r.out);
 	for (size_t i = 0; i < json_object_array_length(arr); i++)

@@ -66,14 +66,16 @@ static void start_with(const mcp_config *cfg)
 
 static mcp_config base_config(void)
 {
+	/* Nothing listens there: a call that reached the engine would fail,
+	 * and the protocol tests must not get that far. */
+	static const char *const nowhere[] = { "unix:///nonexistent/hutch-mcp-test.sock" };
 	const hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
 	mcp_config c;
 
 	memset(&c, 0, sizeof(c));
 	c.sopts = so;
-	/* Nothing listens there: a call that reached the engine would fail,
-	 * and the protocol tests must not get that far. */
-	c.engine_url = "unix:///nonexistent/hutch-mcp-test.sock";
+	c.engine_urls = nowhere;
+	c.nengines = 1;
 	c.session = "mcp-unit";
 	c.wake_fd = -1;
 	return c;
@@ -867,6 +869,8 @@ static fake_action engine_handler(struct fake_conn *c, const struct fake_request
 	return FAKE_KEEP;
 }
 
+static const char *fake_urls[1];
+
 static void start_fake(unsigned max_calls)
 {
 	mcp_config c = base_config();
@@ -874,7 +878,9 @@ static void start_fake(unsigned max_calls)
 	released = 0;
 	long_starts = 0;
 	cr_assert_eq(fake_engine_start(&fe, engine_handler, NULL), 0, "fake engine: %m");
-	c.engine_url = fake_engine_url(fe);
+	fake_urls[0] = fake_engine_url(fe);
+	c.engine_urls = fake_urls;
+	c.nengines = 1;
 	c.max_calls = max_calls;
 	c.progress_ms = 100;
 	start_with(&c);
