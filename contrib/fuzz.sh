@@ -6,7 +6,7 @@
 #   contrib/fuzz.sh list
 #
 # Targets (tests/fuzz/fuzz_TARGET.c): demux, engine, jsonrpc, path,
-# editmatch, tar, redact.  The build uses -fsanitize=fuzzer,address,undefined
+# editmatch, tar, redact, timestamp.  The build uses -fsanitize=fuzzer,address,undefined
 # (Debian: clang and libclang-rt-dev, which contrib/deps.sh installs).  New
 # inputs are merged into tests/fuzz/corpus/TARGET/ with -merge=1, which keeps
 # only inputs that add coverage; `make check` replays that directory.  A
@@ -30,11 +30,13 @@ declare -A sources=(
 	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
 	[tar]="src/lib/sync_out.c src/lib/error.c src/lib/buf.c"
 	[redact]="src/lib/redact.c"
+	[timestamp]="src/lib/timestamp.c"
 )
 declare -A libs=(
 	[engine]="json-c"
 	[jsonrpc]="json-c"
 	[tar]="libarchive"
+	[timestamp]="json-c"
 )
 
 if [ "$target" = list ]; then

@@ -156,6 +156,10 @@ typedef struct {
 	char *cap_add;      /* comma-separated, "" for none */
 	char *network;
 	int read_only;      /* 1, 0, or -1 */
+	/* When the session was last used, unix seconds: 0 from
+	 * hutch_session_list and hutch_session_inspect (it costs requests
+	 * of its own), set by hutch_session_last_used. */
+	long long last_used;
 } hutch_session_info;
 
 /* Describe one session.  HUTCH_ENOTFOUND when neither its container nor its
@@ -172,6 +176,84 @@ int hutch_session_list(hutch_session_info **out, size_t *count,
  * touched.  HUTCH_ENOTFOUND when there was nothing to remove. */
 int hutch_session_remove(hutch_engine *engine, const char *name,
 			 hutch_error **err);
+
+/*
+ * When the session described by `info` (from hutch_session_list or
+ * hutch_session_inspect) was last used, into info->last_used (unix
+ * seconds).  Its start, every command and file tool, and sync-in and
+ * sync-out count: hutch's agent keeps the time on the session's own volume
+ * (/.hutch/use/last-used), and this reads it through the engine, running
+ * or stopped, with one request.  Sessions without that record (made by an
+ * older hutch, or never started) count from their container's creation,
+ * last start or stop; a session whose container is gone (only its volumes
+ * are left) from its volumes' creation.  A record dated in the future is
+ * ignored.  The record lives inside the sandbox: what runs there can keep
+ * its own session looking used.
+ *
+ * Returns 0, or an error of the engine (HUTCH_ENOTFOUND when the session
+ * went away meanwhile).
+ */
+int hutch_session_last_used(hutch_engine *engine, hutch_session_info *info,
+			    hutch_error **err);
+
+/* ---- removing idle sessions ------------------------------------------ */
+
+#define HUTCH_GC_OPTIONS_VERSION 1
+
+typedef struct {
+	unsigned int version;    /* HUTCH_GC_OPTIONS_VERSION */
+	long long idle;          /* seconds: sessions unused for longer go;
+				    0: every session not in use right now */
+	const char *match;       /* glob over session names ("ci-*"), or
+				    NULL for every session on the engine */
+	int dry_run;             /* 1: say what would go, remove nothing */
+} hutch_gc_options;
+
+#define HUTCH_GC_OPTIONS_INIT { HUTCH_GC_OPTIONS_VERSION, 0, NULL, 0 }
+
+typedef enum {
+	HUTCH_GC_KEPT,           /* used more recently than `idle` */
+	HUTCH_GC_REMOVED,        /* removed (container and owned volumes) */
+	HUTCH_GC_WOULD_REMOVE,   /* dry run: would have been removed */
+	HUTCH_GC_BUSY,           /* idle, but a command runs in it: kept */
+	HUTCH_GC_FAILED,         /* could not be checked or removed */
+} hutch_gc_action;
+
+typedef struct {
+	const char *name;        /* the session's name */
+	const char *kind;        /* "session", or "agent-volume" for a left-over
+				    system volume ("hutch_NAME") whose session
+				    is gone */
+	long long last_used;     /* unix seconds */
+	long long idle;          /* seconds since then */
+	hutch_gc_action action;
+	const hutch_error *error; /* HUTCH_GC_FAILED: why; else NULL */
+} hutch_gc_entry;
+
+/* Told about each session `match` selects, in name order.  `entry` and
+ * what it points to are borrowed for the call. */
+typedef void (*hutch_gc_cb)(const hutch_gc_entry *entry, void *payload);
+
+/*
+ * Remove the sessions (selected by `opts->match`) not used for longer than
+ * `opts->idle` seconds (see hutch_session_last_used), as
+ * hutch_session_remove does: the container, forcibly, and the session's
+ * volumes; a host workspace is never touched.  A session with a command
+ * running right now is kept (HUTCH_GC_BUSY), however long it has run.
+ * System volumes left without their session are removed by the same rule
+ * (they only hold the agent), counting from their creation.
+ *
+ * A command started in the instant between the check and the removal is
+ * stopped with its session: there is no lock across processes.
+ *
+ * `cb` (may be NULL) is called for every selected session.  Returns 0
+ * when every idle session was removed (or would be), HUTCH_EINVALID for
+ * bad options, the engine's error when it could not be listed, or
+ * HUTCH_EFAILED when some sessions could not be checked or removed (each
+ * was reported to `cb` as HUTCH_GC_FAILED; the others were still done).
+ */
+int hutch_session_gc(hutch_engine *engine, const hutch_gc_options *opts,
+		     hutch_gc_cb cb, void *payload, hutch_error **err);
 
 /* Accept NULL. */
 void hutch_session_info_free(hutch_session_info *info);

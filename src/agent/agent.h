@@ -20,6 +20,11 @@
 
 #define AGENT_PREFIX		"hutch-agent: "
 
+/* The session's last-used record: its mtime (main.c, agent_mark_used).
+ * The directory comes with the agent (src/lib/agent_blob.c); the library
+ * reads the file as HUTCH_LAST_USED_PATH. */
+#define AGENT_USE_FILE		"/.hutch/use/last-used"
+
 /* Tags are [A-Za-z0-9_-]{1,64}; they appear verbatim in /proc/PID/cmdline. */
 #define AGENT_TAG_MAX		64
 

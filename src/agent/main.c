@@ -2,9 +2,11 @@
  * main.c - hutch-agent subcommand dispatch
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -14,17 +16,18 @@ struct command {
 	int (*fn)(int argc, char **argv);
 	const char *args;
 	const char *help;
+	bool use;	/* counts as a use of the session (agent_mark_used) */
 };
 
 static const struct command commands[] = {
 	{ "sleep", agent_sleep, "",
-	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)" },
+	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)", true },
 	{ "run", agent_run, "--tag TAG [--deadline-ms N] -- ARGV...",
-	  "run ARGV, keep its orphans until it exits" },
+	  "run ARGV, keep its orphans until it exits", true },
 	{ "kill", agent_kill, "TAG",
-	  "kill the 'run' agent with TAG and all its descendants" },
+	  "kill the 'run' agent with TAG and all its descendants", false },
 	{ "fs", agent_fs, "[--root DIR] read|write|edit|grep|find|ls ARGS...",
-	  "file tools confined to the workspace; one JSON object on stdout" },
+	  "file tools confined to the workspace; one JSON object on stdout", true },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -70,6 +73,45 @@ bool agent_tag_valid(const char *tag)
 			   "0123456789_-") == len;
 }
 
+/*
+ * Record that the session is in use: AGENT_USE_FILE's mtime, which
+ * "hutch gc" reads through the engine's archive API (no request is added
+ * to a command for it).  The container's start counts ("sleep" is PID 1),
+ * and so does every command and file tool.
+ *
+ * Best effort and silent: a command never fails for it, and nothing here
+ * is trusted by the host beyond "used at about this time" (hutch gc
+ * ignores a record from the future).  The directory is made by hutch,
+ * root's and mode 1777, on the session's volume, so it is writable with a
+ * read-only root filesystem and by whatever user the session runs as.
+ * The first user to get here owns the file and makes it writable by all:
+ * updating the time to now needs only write access, so later commands as
+ * another user (root without capabilities has no CAP_FOWNER) still count.
+ * An existing file is never opened with O_CREAT: in a sticky directory,
+ * fs.protected_regular refuses that to anyone but its owner.
+ */
+static void agent_mark_used(void)
+{
+	int fd, saved = errno;
+
+	if (utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    errno != ENOENT)
+		goto out;
+	fd = open(AGENT_USE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+		  O_NONBLOCK, 0666);
+	if (fd < 0) {
+		if (errno == EEXIST)	/* another command made it meanwhile */
+			utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW);
+		goto out;
+	}
+	if (fchmod(fd, 0666) < 0) {
+		/* The umask stays: only the owner's commands count. */
+	}
+	close(fd);
+out:
+	errno = saved;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
@@ -93,8 +135,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			if (commands[i].use)
+				agent_mark_used();
 			return commands[i].fn(argc - 1, argv + 1);
+		}
 
 	agent_err("unknown command '%s' (try --help)", argv[1]);
 	return AGENT_EXIT_USAGE;

@@ -80,6 +80,8 @@ int cmd_rm(cli_globals *g, int argc, char **argv);
 int cmd_doctor(cli_globals *g, int argc, char **argv);
 /* cmd_batch.c */
 int cmd_batch(cli_globals *g, int argc, char **argv);
+/* cmd_gc.c */
+int cmd_gc(cli_globals *g, int argc, char **argv);
 /* cmd_mcp.c */
 int cmd_mcp(cli_globals *g, int argc, char **argv);
 /* cmd_fs.c */

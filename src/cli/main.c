@@ -33,6 +33,7 @@ static const struct {
 	{ "ls", cmd_ls, "ls SESSION [PATH] [--json]" },
 	{ "sessions", cmd_sessions, "sessions [--json | --names]" },
 	{ "rm", cmd_rm, "rm [--force] SESSION... | rm --all" },
+	{ "gc", cmd_gc, "gc --idle DURATION [--match GLOB] [--dry-run] [--json]   (remove idle sessions)" },
 	{ "doctor", cmd_doctor, "doctor [--json]" },
 	{ "batch", cmd_batch, "batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] [--max-output BYTES] [--image IMG]" },
 	{ "mcp", cmd_mcp, "mcp [--session NAME] [--rm] [--image IMG] [--workspace DIR] [--env K=V]...   (MCP server on stdio)" },

@@ -63,6 +63,9 @@ static void build(void)
 	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
 	    hutch__tar_add(a, "hutch-agent", AE_IFREG, 0755,
 		      hutch__agent_start, agent_len) < 0 ||
+	    /* Where the agent records the session's use: root's, sticky
+	     * and writable by all, as /tmp (see agent_mark_used). */
+	    hutch__tar_add(a, HUTCH_USE_DIR, AE_IFDIR, 01777, NULL, 0) < 0 ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);
 		free(buf);

@@ -10,8 +10,13 @@
 /* Where the agent lives inside every hutch container. */
 #define HUTCH_AGENT_DIR "/.hutch"
 #define HUTCH_AGENT_PATH "/.hutch/hutch-agent"
+/* The session's last-used record: the mtime of a file the agent touches
+ * (src/agent/main.c, AGENT_USE_FILE), in a directory that comes with it
+ * (relative to HUTCH_AGENT_DIR). */
+#define HUTCH_USE_DIR "use"
+#define HUTCH_LAST_USED_PATH "/.hutch/use/last-used"
 
-/* A tar archive holding hutch-agent, to PUT at HUTCH_AGENT_DIR.
+/* A tar archive holding hutch-agent and HUTCH_USE_DIR, to PUT at HUTCH_AGENT_DIR.
  * Built once per process; the bytes are borrowed and live until exit.
  * 0, or -1 when out of memory. */
 int hutch__agent_tar(const char **data, size_t *len);

@@ -79,15 +79,19 @@ typedef struct {
 	void *sink_payload;
 	unsigned long long deadline_ms; /* monotonic; 0: none */
 	const hutch_cancel *cancel;
+	const char *header;        /* an answer header to keep (its name), or
+				      NULL; "HEAD" asks for no body */
 } hutch__request;
 
 typedef struct {
 	long status;
 	hutch_buf body;            /* error bodies always land here */
 	int sink_aborted;          /* the sink asked to stop */
+	char header[1024];         /* request.header's value, "" when absent
+				      or longer than this */
 } hutch__response;
 
-#define HUTCH__RESPONSE_INIT { 0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0 }
+#define HUTCH__RESPONSE_INIT { 0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "" }
 
 /*
  * Make one request.  Returns 0 when the engine answered (any status; see

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <curl/curl.h>
 
@@ -207,6 +208,33 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *p)
 	return len;
 }
 
+/* Keep the value of the header the request named (the last one seen:
+ * curl passes on every header line, also of interim answers). */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *p)
+{
+	struct xfer *x = p;
+	size_t len = size * nmemb, name = strlen(x->req->header);
+
+	if (len > name && data[name] == ':' && strncasecmp(data, x->req->header, name) == 0) {
+		const char *v = data + name + 1;
+		size_t n = len - name - 1;
+
+		while (n && (*v == ' ' || *v == '\t')) {
+			v++;
+			n--;
+		}
+		while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+			n--;
+		if (n < sizeof(x->resp->header)) {
+			memcpy(x->resp->header, v, n);
+			x->resp->header[n] = '\0';
+		} else {
+			x->resp->header[0] = '\0';
+		}
+	}
+	return len;
+}
+
 static size_t on_read(char *buf, size_t size, size_t nmemb, void *p)
 {
 	struct xfer *x = p;
@@ -394,6 +422,12 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(c->easy, CURLOPT_TCP_NODELAY, 1L);
+	if (strcmp(req->method, "HEAD") == 0)
+		curl_easy_setopt(c->easy, CURLOPT_NOBODY, 1L);
+	if (req->header) {
+		curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, &x);
+	}
 	/* Plain HTTP only, or only HTTPS for a TLS engine, whatever URL a
 	 * setting smuggles in. */
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -435,6 +469,7 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	errbuf[0] = '\0';
 	resp->status = 0;
 	resp->sink_aborted = 0;
+	resp->header[0] = '\0';
 	hutch__buf_reset(&resp->body);
 	*curl_rc = run_transfer(c, req, timed_out, cancelled);
 	if (!resp->status)

@@ -999,6 +999,45 @@ static int put_agent(hutch_session *s, hutch_error **err)
 				      "copy the agent into the container", err);
 }
 
+/*
+ * Record a use of the session that did not go through the agent (sync-in,
+ * sync-out use the archive API): what the agent does for a command, as a
+ * tiny archive PUT of the record, owned by the session user as when the
+ * agent makes it.  Only where the record exists: a container made by an
+ * older hutch has an agent that does not keep it, and must not get a
+ * record that its commands would never update (the agent made the file
+ * when the container started).  Best effort: errors are dropped.
+ */
+void hutch__session_mark_used(hutch_session *s, unsigned int uid, unsigned int gid)
+{
+	hutch__request head = { .method = "HEAD" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char buf[8192], path[512];
+	size_t used = 0;
+	struct archive *a;
+	const char *file = strrchr(HUTCH_LAST_USED_PATH, '/') + 1;
+	int ok;
+
+	snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F.hutch%%2F%s%%2F%s",
+		 s->container, HUTCH_USE_DIR, file);
+	head.path = path;
+	ok = hutch__http(s->engine, &head, &resp, NULL) == 0 && resp.status == 200;
+	hutch__response_free(&resp);
+	if (!ok)
+		return;
+	a = archive_write_new();
+	ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+		 archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
+		 archive_write_open_memory(a, buf, sizeof(buf), &used) == ARCHIVE_OK &&
+		 hutch__tar_add_owned(a, file, AE_IFREG, 0666, uid, gid, NULL, 0) == 0 &&
+		 archive_write_close(a) == ARCHIVE_OK;
+
+	archive_write_free(a);
+	if (ok)
+		put_tar_in(s, s->container, "%2F.hutch%2F" HUTCH_USE_DIR, "", buf, used,
+			   "record the session's use", NULL);
+}
+
 /* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
 static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 		   unsigned int uid, unsigned int gid)

@@ -92,6 +92,10 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 			   const char *what, hutch_error **err);
 
+/* Record a use of the session (HUTCH_LAST_USED_PATH, now) for work that
+ * does not run the agent; uid:gid own the record.  Best effort. */
+void hutch__session_mark_used(hutch_session *s, unsigned int uid, unsigned int gid);
+
 /* A handle's secrets (secrets.c, secrets.h).  Accepts NULL. */
 struct hutch__session_secrets;
 void hutch__session_secrets_free(struct hutch__session_secrets *secrets);

@@ -640,6 +640,7 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	} else {
 		driver_check(&d, 1);
 		finish_stats(out, &job.stats, &pipe, d.t0);
+		hutch__session_mark_used(s, job.uid, job.gid);
 	}
 	hutch_error_free(job.err);
 	hutch__response_free(&resp);
@@ -753,8 +754,14 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		hutch__error_wrap(err, rc, "sync-out of '%.200s' from session '%s'", shown,
 				  hutch_session_name(s));
 	} else {
+		unsigned int uid, gid;
+
 		driver_check(&d, 1);
 		finish_stats(out, &job.stats, &pipe, d.t0);
+		/* Counts as a use of the session; the record stays its
+		 * user's (one inspection more, on a call that moves files). */
+		if (sync_owner(s, &uid, &gid, NULL) == 0)
+			hutch__session_mark_used(s, uid, gid);
 	}
 	hutch_error_free(job.err);
 	hutch__pipe_destroy(&pipe);

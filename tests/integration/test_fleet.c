@@ -215,6 +215,39 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(seen[i], 1, "%s listed %d times", s[i], seen[i]);
 
+	/* gc looks at both engines: each session, used a moment ago, is kept
+	 * and reported with the engine it is on. */
+	{
+		char match[96];
+		json_object *doc, *kept;
+		int kept_seen[4] = { 0 };
+
+		snprintf(match, sizeof(match), "%s%ld-*", it_run_prefix(), (long)getpid());
+		r = FLEET(1, "gc", "--idle", "1h", "--match", match, "--json");
+		IT_ASSERT_EXIT(r, 0, "hutch gc over both engines");
+		doc = it_json(r.out, r.out_len);
+		cr_assert_eq(json_object_array_length(it_json_get(doc, "removed")), 0, "%s", r.out);
+		kept = it_json_get(doc, "kept");
+		for (size_t k = 0; k < json_object_array_length(kept); k++) {
+			json_object *o = json_object_array_get_idx(kept, k);
+			const char *name = json_object_get_string(it_json_get(o, "name"));
+
+			for (int i = 0; i < 4; i++) {
+				if (strcmp(name, s[i]) != 0)
+					continue;
+				kept_seen[i]++;
+				cr_assert_str_eq(json_object_get_string(it_json_get(o, "engine")),
+						 home(s[i]) ? other() : docker(), "engine of %s",
+						 s[i]);
+			}
+		}
+		for (int i = 0; i < 4; i++)
+			cr_assert_eq(kept_seen[i], 1, "gc reported %s %d times: %s", s[i],
+				     kept_seen[i], r.out);
+		json_object_put(doc);
+		it_result_free(&r);
+	}
+
 	/* rm through the fleet removes each where it lives. */
 	r = FLEET(1, "rm", s[0], s[1], s[2], s[3]);
 	IT_ASSERT_EXIT(r, 0, "hutch rm through the fleet");
