@@ -30,7 +30,7 @@ declare -A sources=(
 	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
 	[tar]="src/lib/sync_out.c src/lib/error.c src/lib/buf.c"
 	[redact]="src/lib/redact.c"
-	[timestamp]="src/lib/timestamp.c"
+	[timestamp]="src/lib/timestamp.c src/shared/base64.c"
 )
 declare -A libs=(
 	[engine]="json-c"

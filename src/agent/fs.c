@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "base64.h"
 #include "editmatch.h"
 #include "fs_path.h"
 #include "glob.h"
@@ -349,21 +350,6 @@ static bool staged_ok(const char *dir, const char *p)
  * HUTCH_FS_* holding the text in base64. */
 #define ENV_SOURCE	"env:"
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
 /* A pipe holds this much without a reader; the library keeps environment
  * texts below it (48 KiB decoded). */
 #define ENV_TEXT_PIPE_MAX	(60 * 1024)
@@ -376,8 +362,8 @@ static int env_text_fd(const char *name)
 	const char *v;
 	unsigned char out[3 * 1024];
 	size_t n = 0;
-	unsigned int acc = 0;
-	int bits = 0, fd, d, p[2] = { -1, -1 };
+	hutch__b64 dec = HUTCH__B64_INIT;
+	int fd, d, p[2] = { -1, -1 };
 
 	if (strncmp(name, "HUTCH_FS_", 9) != 0 || !(v = getenv(name)))
 		return -1;
@@ -389,15 +375,9 @@ static int env_text_fd(const char *name)
 		fd = p[1];
 	}
 	for (; *v && *v != '='; v++) {
-		if ((d = b64_value((unsigned char)*v)) < 0)
+		if ((d = hutch__b64_feed(&dec, (unsigned char)*v, &out[n])) < 0)
 			goto fail;
-		acc = (acc << 6) | (unsigned int)d;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
+		n += (size_t)d;
 		if (n == sizeof(out)) {
 			if (write(fd, out, n) != (ssize_t)n)
 				goto fail;

@@ -112,6 +112,14 @@ int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
 		       json_object *body, json_object **out, long *status,
 		       const char *what, hutch_error **err);
 
+/*
+ * GET `path` for something that may not be there: 1 with its JSON in *out
+ * (may be NULL), 0 when the engine answers 404 (no error set, *out NULL),
+ * or a negative code with the error set.
+ */
+int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
+		      json_object **out, hutch_error **err);
+
 /* Turn an engine's error answer into a typed error (both body shapes:
  * {"message"} and Podman's {"cause","message","response"}). */
 int hutch__engine_error(hutch_error **err, long status, const char *body,

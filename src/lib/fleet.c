@@ -174,23 +174,6 @@ struct probe {
 	hutch_error *err; /* set when the engine did not answer */
 };
 
-/* 1 when `path` exists, 0 on 404, <0 otherwise. */
-static int exists(hutch_engine *e, const char *path, const char *what,
-		  hutch_error **err)
-{
-	long status = 0;
-	int rc = hutch__engine_call(e, "GET", path, NULL, NULL, &status, what, err);
-
-	if (rc == 0)
-		return 1;
-	if (status == 404) {
-		hutch_error_free(*err);
-		*err = NULL;
-		return 0;
-	}
-	return rc;
-}
-
 static void *probe_run(void *arg)
 {
 	struct probe *p = arg;
@@ -204,10 +187,10 @@ static void *probe_run(void *arg)
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "/containers/hutch-%s/json", esc);
-	rc = exists(p->engine, path, "inspect container", &p->err);
+	rc = hutch__engine_get(p->engine, path, "inspect container", NULL, &p->err);
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "/volumes/hutch-%s", esc);
-		rc = exists(p->engine, path, "inspect volume", &p->err);
+		rc = hutch__engine_get(p->engine, path, "inspect volume", NULL, &p->err);
 	}
 	free(esc);
 	if (rc < 0)

@@ -103,15 +103,8 @@ static int volume_time(hutch_engine *e, const char *volume, long long *out,
 
 	*out = 0;
 	snprintf(path, sizeof(path), "/volumes/%s", volume);
-	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL, "inspect a session volume",
-				err);
-	if (rc == HUTCH_ENOTFOUND) {
-		hutch_error_free(err ? *err : NULL);
-		if (err)
-			*err = NULL;
-		return 0;
-	}
-	if (rc < 0)
+	rc = hutch__engine_get(e, path, "inspect a session volume", &obj, err);
+	if (rc <= 0)
 		return rc;
 	*out = json_time(obj, "CreatedAt");
 	json_object_put(obj);
@@ -198,15 +191,8 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 	int rc, running = 0;
 
 	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL,
-				"inspect the session's container", err);
-	if (rc == HUTCH_ENOTFOUND) {
-		hutch_error_free(err ? *err : NULL);
-		if (err)
-			*err = NULL;
-		return 0;
-	}
-	if (rc < 0)
+	rc = hutch__engine_get(e, path, "inspect the session's container", &obj, err);
+	if (rc <= 0)
 		return rc;
 	if (!json_object_object_get_ex(obj, "State", &st) ||
 	    !json_object_object_get_ex(st, "Running", &v) || !json_object_get_boolean(v)) {

@@ -641,3 +641,23 @@ out:
 	hutch__response_free(&resp);
 	return rc;
 }
+
+int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
+		      json_object **out, hutch_error **err)
+{
+	long status = 0;
+	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what, err);
+
+	if (rc == 0)
+		return 1;
+	if (status == 404) {
+		if (err) {
+			hutch_error_free(*err);
+			*err = NULL;
+		}
+		if (out)
+			*out = NULL;
+		return 0;
+	}
+	return rc;
+}

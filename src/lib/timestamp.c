@@ -4,6 +4,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "base64.h"
 #include "timestamp.h"
 
 /* Digits at s[0..n), or -1. */
@@ -76,45 +77,28 @@ int hutch__time_parse(const char *s, long long *out)
 	return 0;
 }
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
 int hutch__path_stat_mtime(const char *header, long long *out)
 {
 	char json[800];
 	size_t n = 0;
-	unsigned int acc = 0;
-	int bits = 0, rc = -1;
+	hutch__b64 dec = HUTCH__B64_INIT;
+	int rc = -1;
 	json_object *obj, *v;
 	json_tokener *tok;
 
 	if (!header)
 		return -1;
 	for (const char *p = header; *p && *p != '='; p++) {
-		int b = b64_value((unsigned char)*p);
+		unsigned char byte;
+		int b = hutch__b64_feed(&dec, (unsigned char)*p, &byte);
 
 		if (b < 0 || p - header >= 1023)
 			return -1;
-		acc = (acc << 6) | (unsigned int)b;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n + 1 >= sizeof(json))
-				return -1;
-			json[n++] = (char)((acc >> bits) & 0xff);
-		}
+		if (b == 0)
+			continue;
+		if (n + 1 >= sizeof(json))
+			return -1;
+		json[n++] = (char)byte;
 	}
 	json[n] = '\0';
 	if (n == 0 || strlen(json) != n)
