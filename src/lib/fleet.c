@@ -1,9 +1,10 @@
 /*
  * fleet.c - sessions spread over several engines
  *
- * Locating a session asks every engine at once, one thread each: is there
- * a container or a workspace volume of that name, and how many hutch
- * sessions run there.  One round trip of the slowest engine, not the sum.
+ * Locating a session asks every engine at once, one thread each, whether
+ * there is a container or a workspace volume of that name: one round trip
+ * of the slowest engine, not the sum.  Only when it is nowhere and is to
+ * be placed does a second round ask how many hutch sessions run on each.
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -168,23 +169,22 @@ hutch_engine *hutch_fleet_detach(hutch_fleet *f, hutch_engine *e)
 struct probe {
 	hutch_engine *engine;
 	const char *name;
-	int count;       /* also count the running sessions */
+	int count;       /* count the running sessions instead */
 	int has;         /* 1: container or workspace volume there */
 	long running;    /* hutch sessions running there */
 	hutch_error *err; /* set when the engine did not answer */
 };
 
-static void *probe_run(void *arg)
+/* Is there a container or a workspace volume of the session? */
+static void probe_where(struct probe *p)
 {
-	struct probe *p = arg;
 	char *esc = hutch__url_escape(p->name);
 	char path[512];
-	json_object *list = NULL;
 	int rc;
 
 	if (!esc) {
 		hutch__error_oom(&p->err);
-		return NULL;
+		return;
 	}
 	snprintf(path, sizeof(path), "/containers/hutch-%s/json", esc);
 	rc = hutch__engine_get(p->engine, path, "inspect container", NULL, &p->err);
@@ -193,18 +193,21 @@ static void *probe_run(void *arg)
 		rc = hutch__engine_get(p->engine, path, "inspect volume", NULL, &p->err);
 	}
 	free(esc);
-	if (rc < 0)
-		return NULL;
-	p->has = rc;
-	if (!p->count)
-		return NULL;
+	if (rc >= 0)
+		p->has = rc;
+}
+
+/* How many hutch sessions run there? */
+static void probe_load(struct probe *p)
+{
+	json_object *list = NULL;
+
 	/* {"label":["dev.hutch.session"],"status":["running"]} */
-	rc = hutch__engine_call(p->engine, "GET",
-				"/containers/json?filters=%7B%22label%22%3A%5B%22"
-				HUTCH_LABEL_SESSION "%22%5D%2C%22status%22%3A%5B"
-				"%22running%22%5D%7D",
-				NULL, &list, NULL, "list containers", &p->err);
-	if (rc == 0) {
+	if (hutch__engine_call(p->engine, "GET",
+			       "/containers/json?filters=%7B%22label%22%3A%5B%22"
+			       HUTCH_LABEL_SESSION "%22%5D%2C%22status%22%3A%5B"
+			       "%22running%22%5D%7D",
+			       NULL, &list, NULL, "list containers", &p->err) == 0) {
 		if (json_object_is_type(list, json_type_array))
 			p->running = (long)json_object_array_length(list);
 		else
@@ -212,6 +215,16 @@ static void *probe_run(void *arg)
 					 "list containers: the engine answered no list");
 	}
 	json_object_put(list);
+}
+
+static void *probe_run(void *arg)
+{
+	struct probe *p = arg;
+
+	if (p->count)
+		probe_load(p);
+	else
+		probe_where(p);
 	return NULL;
 }
 
@@ -279,6 +292,26 @@ static int locate_error(hutch_fleet *f, struct probe *p, int code, const char *n
 	return hutch__error_set(err, code, "%s", msg);
 }
 
+/* Run probe_run on every engine that has not failed yet, a thread each,
+ * and note which did not answer. */
+static void probe_all(hutch_fleet *f, struct probe *p, pthread_t *t)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		t[i] = 0;
+		if (p[i].err)
+			continue;
+		if (pthread_create(&t[i], NULL, probe_run, &p[i]) != 0) {
+			t[i] = 0;
+			probe_run(&p[i]);
+		}
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		if (t[i])
+			pthread_join(t[i], NULL);
+		atomic_store(&f->m[i].down, p[i].err != NULL);
+	}
+}
+
 int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 		       hutch_engine **engine, int *found, hutch_error **err)
 {
@@ -304,19 +337,11 @@ int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 	for (size_t i = 0; i < f->n; i++) {
 		p[i].engine = f->m[i].engine;
 		p[i].name = name;
-		p[i].count = flags & HUTCH_FLEET_CREATE;
-		if (pthread_create(&t[i], NULL, probe_run, &p[i]) != 0) {
-			t[i] = 0;
-			probe_run(&p[i]);
-		}
 	}
-	for (size_t i = 0; i < f->n; i++) {
-		if (t[i])
-			pthread_join(t[i], NULL);
-		atomic_store(&f->m[i].down, p[i].err != NULL);
+	probe_all(f, p, t);
+	for (size_t i = 0; i < f->n; i++)
 		if (!p[i].err)
 			answered++;
-	}
 
 	for (size_t i = 0; i < f->n; i++) {
 		if (p[i].err || !p[i].has)
@@ -346,7 +371,15 @@ int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 					      name, f->n);
 		goto out;
 	} else {
+		/* Nowhere: how loaded is each engine that answered? */
+		for (size_t i = 0; i < f->n; i++)
+			p[i].count = 1;
+		probe_all(f, p, t);
 		at = choose(f, p, name);
+		if (at < 0) {
+			rc = locate_error(f, p, HUTCH_EUNREACHABLE, name, err);
+			goto out;
+		}
 		atomic_fetch_add(&f->m[at].placed, 1);
 		if (found)
 			*found = 0;

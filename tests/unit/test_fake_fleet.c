@@ -146,6 +146,10 @@ Test(fleet, found_where_it_lives_whatever_the_load)
 	cr_assert_eq(where("a", 0, &found), 0);
 	cr_assert_eq(fake_engine_count(fe[1], "GET", "/v1.41/containers/hutch-a/json"), 2);
 	cr_assert_eq(fake_engine_count(fe[0], "GET", "/v1.41/containers/hutch-b/json"), 1);
+	/* A session that exists costs no load count: that is only for new
+	 * ones. */
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(fake_engine_count(fe[i], "GET", "/v1.41/containers/json*"), 0);
 }
 
 Test(fleet, new_session_goes_to_the_less_loaded_engine)
@@ -157,6 +161,8 @@ Test(fleet, new_session_goes_to_the_less_loaded_engine)
 	start(-1);
 	cr_assert_eq(where("fresh", HUTCH_FLEET_CREATE, &found), 1);
 	cr_assert_eq(found, 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(fake_engine_count(fe[i], "GET", "/v1.41/containers/json*"), 1);
 	w[0].running = 1;
 	cr_assert_eq(where("fresh2", HUTCH_FLEET_CREATE, &found), 0);
 }

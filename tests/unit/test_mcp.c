@@ -462,10 +462,16 @@ Test(mcp, a_message_split_into_single_bytes_is_one_message)
 
 Test(mcp, crlf_and_blank_lines)
 {
+	json_object *m;
+
 	start();
 	send_str("\n\r\n   \n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
-	/* Blank lines are no messages: the first thing back is the ping's. */
-	json_object_put(reply_to(1));
+	/* Blank lines are no messages: the first thing back is the ping's
+	 * (reply_to asserts the id), and it is a result. */
+	m = reply_to(1);
+	cr_assert(json_object_object_get_ex(m, "result", NULL), "%s",
+		  json_object_to_json_string(m));
+	json_object_put(m);
 	expect_alive(2);
 }
 
