@@ -54,6 +54,7 @@ done
 
 H=("$hutch" --engine "$url")
 image=${HUTCH_IMAGE:-hutch-offline:latest}
+"${H[@]}" doctor >/dev/null 2>&1 || die "$("${H[@]}" doctor 2>&1 | sed -n 's/^problem *//p' | head -n 1)"
 kind=$("${H[@]}" doctor --json | sed -n 's/.*"engine":"\([^"]*\)".*/\1/p')
 case "$kind" in
 Podman) cli=(podman --remote --url "$url") ;;

@@ -278,6 +278,36 @@ done:
 	return 0;
 }
 
+int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; !found && i < HUTCH_ARRAY_SIZE(e->image_users); i++) {
+		if (strcmp(e->image_users[i].id, id) != 0)
+			continue;
+		*uid = e->image_users[i].uid;
+		*gid = e->image_users[i].gid;
+		found = 1;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return found;
+}
+
+void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, long gid)
+{
+	struct hutch__image_user *u;
+
+	if (!*id || strlen(id) >= sizeof(e->image_users[0].id))
+		return;
+	pthread_mutex_lock(&e->lock);
+	u = &e->image_users[e->image_users_next++ % HUTCH_ARRAY_SIZE(e->image_users)];
+	snprintf(u->id, sizeof(u->id), "%s", id);
+	u->uid = uid;
+	u->gid = gid;
+	pthread_mutex_unlock(&e->lock);
+}
+
 void hutch_engine_free(hutch_engine *e)
 {
 	if (!e)

@@ -51,6 +51,15 @@ struct hutch_engine {
 	size_t busy, peak;      /* connections in use now / at most so far */
 	void *share;            /* CURLSH: TLS sessions and DNS for the pool */
 	pthread_mutex_t share_lock;
+
+	/* The "sandbox" account of images sessions were made from, by image
+	 * ID, so a process making many sessions reads an image's
+	 * /etc/passwd once (guarded by lock; a ring, oldest replaced). */
+	struct hutch__image_user {
+		char id[80];
+		long uid, gid;  /* -1: the image has none */
+	} image_users[16];
+	size_t image_users_next;
 };
 
 struct hutch_cancel {
@@ -119,6 +128,12 @@ int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
  */
 int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
 		      json_object **out, hutch_error **err);
+
+/* The "sandbox" account of image `id` if this handle has read it: 1 and
+ * *uid, *gid (-1 when the image has none), else 0. */
+int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid);
+/* Remember what hutch__engine_image_user will answer for image `id`. */
+void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, long gid);
 
 /* Turn an engine's error answer into a typed error (both body shapes:
  * {"message"} and Podman's {"cause","message","response"}). */

@@ -10,6 +10,7 @@
  * outside comes back with the same image, workspace and environment.  For a
  * session on a host directory the volume is only that record.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -241,6 +242,7 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	s->memory = HUTCH_SESSION_DEFAULT_MEMORY;
 	s->nano_cpus = HUTCH_SESSION_DEFAULT_NANO_CPUS;
 	s->pids = HUTCH_SESSION_DEFAULT_PIDS;
+	s->vol_uid = s->vol_gid = -1;
 	s->network = strdup("none");
 
 	if (opts && opts->image && *opts->image) {
@@ -770,11 +772,62 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	return rc;
 }
 
+static int is_podman(hutch_session *s, hutch_error **err);
+
+/*
+ * The owner a new workspace volume can be given when it is made, as
+ * "uid=U,gid=G" in *opt: Podman's local driver takes it (Docker's does not
+ * without a device to mount), and keeps it at the first start, which saves
+ * the archive request own_workspace() would make.  Only for a volume that
+ * is the workspace and a user known by number: the default, or "U:G".
+ * 1 when there is one, 0 when not, or an error.
+ */
+static int volume_owner_option(hutch_session *s, char *opt, size_t optsz,
+			       hutch_error **err)
+{
+	const char *user = s->user ? s->user : HUTCH_SESSION_DEFAULT_USER;
+	unsigned long uid, gid;
+	int end = 0, podman;
+
+	if (s->workspace ||
+	    sscanf(user, "%9lu:%9lu%n", &uid, &gid, &end) != 2 || user[end] ||
+	    !isdigit((unsigned char)user[0]) || !isdigit((unsigned char)strchr(user, ':')[1]))
+		return 0;
+	podman = is_podman(s, err);
+	if (podman <= 0)
+		return podman;
+	snprintf(opt, optsz, "uid=%lu,gid=%lu", uid, gid);
+	return 1;
+}
+
+/* The owner the engine says it gave the volume when it made it. */
+static void volume_owner_read(hutch_session *s, json_object *vol)
+{
+	json_object *opts = NULL, *u = NULL, *g = NULL;
+	char *end;
+
+	s->vol_uid = s->vol_gid = -1;
+	if (!json_object_object_get_ex(vol, "Options", &opts) ||
+	    !json_object_object_get_ex(opts, "UID", &u) ||
+	    !json_object_object_get_ex(opts, "GID", &g) ||
+	    !json_object_is_type(u, json_type_string) ||
+	    !json_object_is_type(g, json_type_string))
+		return;
+	s->vol_uid = strtol(json_object_get_string(u), &end, 10);
+	if (*end || end == json_object_get_string(u) || s->vol_uid < 0) {
+		s->vol_uid = -1;
+		return;
+	}
+	s->vol_gid = strtol(json_object_get_string(g), &end, 10);
+	if (*end || end == json_object_get_string(g) || s->vol_gid < 0)
+		s->vol_uid = s->vol_gid = -1;
+}
+
 /* Find or make the session's volume, and adopt its record. */
 static int ensure_volume(hutch_session *s, hutch_error **err)
 {
 	json_object *vol = NULL, *body, *labels;
-	char path[256];
+	char path[256], owner[64];
 	int rc, attempt;
 
 	snprintf(path, sizeof(path), "/volumes/%s", s->volume);
@@ -792,6 +845,7 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 					"volume '%s' exists but was not made by hutch; "
 					"remove it or pick another session name", s->volume);
 			}
+			volume_owner_read(s, vol);
 			rc = adopt_volume_record(s, labels, err);
 			json_object_put(vol);
 			return rc;
@@ -814,6 +868,21 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 		}
 		json_object_object_add(body, "Name", json_object_new_string(s->volume));
 		json_object_object_add(body, "Labels", labels);
+		rc = volume_owner_option(s, owner, sizeof(owner), err);
+		if (rc < 0) {
+			json_object_put(body);
+			return rc;
+		}
+		if (rc == 1) {
+			json_object *opts = json_object_new_object();
+
+			if (!opts) {
+				json_object_put(body);
+				return hutch__error_oom(err);
+			}
+			json_object_object_add(opts, "o", json_object_new_string(owner));
+			json_object_object_add(body, "DriverOpts", opts);
+		}
 		lerr = NULL;
 		rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body,
 					NULL, NULL, "create session volume", &lerr);
@@ -1139,6 +1208,8 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	rc = hutch__session_owner(s, &uid, &gid, err);
 	if (rc < 0)
 		return rc;
+	if (s->vol_uid == (long)uid && s->vol_gid == (long)gid)
+		return 0; /* the engine made the volume with this owner */
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;
@@ -1303,12 +1374,29 @@ static int create(hutch_session *s, hutch_error **err)
  */
 static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 {
-	long gid, uid;
+	json_object *obj = NULL, *v;
+	char path[256], id[128] = "";
+	long gid = -1, uid;
 
 	if (!s->probe_user)
 		return 0;
 	s->probe_user = 0;
-	uid = hutch__account_id(s, "sandbox", &gid);
+	/* Each image is read once per engine handle (a batch makes many
+	 * sessions of one image). */
+	snprintf(path, sizeof(path), "/containers/%s/json", s->container);
+	if (hutch__engine_get(s->engine, path, "inspect the session's container", &obj,
+			      NULL) == 1 &&
+	    json_object_object_get_ex(obj, "Image", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(id, sizeof(id), "%s", json_object_get_string(v));
+	json_object_put(obj);
+	if (!id[0] || !hutch__engine_image_user(s->engine, id, &uid, &gid)) {
+		uid = hutch__account_id(s, "sandbox", &gid);
+		if (uid == -2)
+			return 0; /* as before the probe: 1000:1000 */
+		if (id[0])
+			hutch__engine_image_user_keep(s->engine, id, uid, gid);
+	}
 	if (uid < 0 || (uid == 1000 && gid == 1000))
 		return 0;
 	free(s->user);

@@ -66,6 +66,8 @@ struct hutch_session {
 	int user_chosen;        /* ... and found it: keep it over the record */
 	int probe_user;         /* the user is the default 1000:1000: look for
 				   the image's "sandbox" once it runs */
+	long vol_uid, vol_gid;  /* owner the engine gave the workspace volume
+				   when it made it, or -1 (ensure_volume) */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
 
@@ -74,7 +76,8 @@ struct hutch_session {
 int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 			 hutch_error **err);
 /* The uid of NAME in the container's /etc/passwd (and its group in *gid,
- * may be NULL), or -1 when the file or the entry is missing (sync.c). */
+ * may be NULL), -1 when the file or the entry is missing, -2 when the
+ * engine could not be asked (sync.c). */
 long hutch__account_id(hutch_session *s, const char *name, long *gid);
 
 /* Container name of the session.  Borrowed. */

@@ -297,8 +297,10 @@ static long account_lookup(const char *db, const char *name, int field)
 }
 
 /* One small file from the container, via the archive API: NULL when
- * missing. */
-static char *container_file(hutch_session *s, const char *path, hutch_error **err)
+ * missing (then *status, when given, is the engine's answer: 404 when the
+ * file is not there, 0 when the engine could not be asked). */
+static char *container_file_status(hutch_session *s, const char *path, long *status,
+				   hutch_error **err)
 {
 	hutch__request req = { .method = "GET" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
@@ -315,7 +317,11 @@ static char *container_file(hutch_session *s, const char *path, hutch_error **er
 		 hutch__session_container(s), esc);
 	free(esc);
 	req.path = url;
-	if (hutch__http(s->engine, &req, &resp, err) < 0 || resp.status != 200)
+	if (hutch__http(s->engine, &req, &resp, err) < 0)
+		resp.status = 0;
+	if (status)
+		*status = resp.status;
+	if (resp.status != 200)
 		goto out;
 	a = archive_read_new();
 	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
@@ -335,6 +341,11 @@ out:
 	archive_read_free(a);
 	hutch__response_free(&resp);
 	return data;
+}
+
+static char *container_file(hutch_session *s, const char *path, hutch_error **err)
+{
+	return container_file_status(s, path, NULL, err);
 }
 
 /*
@@ -441,13 +452,15 @@ int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 
 long hutch__account_id(hutch_session *s, const char *name, long *gid)
 {
-	char *passwd = container_file(s, "/etc/passwd", NULL);
+	long status = 0;
+	char *passwd = container_file_status(s, "/etc/passwd", &status, NULL);
 	long u = passwd ? account_lookup(passwd, name, 2) : -1;
 
 	if (gid)
 		*gid = passwd ? account_lookup(passwd, name, 3) : -1;
 	free(passwd);
-	return u;
+	/* Not read, and not because it is missing: nobody knows. */
+	return !passwd && status != 404 && status != 200 ? -2 : u;
 }
 
 /* ---- driving a sync -------------------------------------------------- */

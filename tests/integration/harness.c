@@ -573,7 +573,14 @@ static size_t collect_body(char *data, size_t size, size_t nmemb, void *p)
 
 long it_api(const char *method, const char *path, char **resp, size_t *resp_len)
 {
+	return it_api_json(method, path, NULL, resp, resp_len);
+}
+
+long it_api_json(const char *method, const char *path, const char *json, char **resp,
+		 size_t *resp_len)
+{
 	const char *engine = it_engine();
+	struct curl_slist *headers = NULL;
 	struct growbuf body = { 0 };
 	char url[2048];
 	CURL *c = curl_easy_init();
@@ -591,10 +598,15 @@ long it_api(const char *method, const char *path, char **resp, size_t *resp_len)
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	if (strcmp(method, "POST") == 0) {
+	if (strcmp(method, "POST") == 0 || json) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, json ? json : "");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, json ? (long)strlen(json) : 0L);
+	}
+	if (json) {
+		headers = curl_slist_append(NULL, "Content-Type: application/json");
+		cr_assert_not_null(headers);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
@@ -604,6 +616,7 @@ long it_api(const char *method, const char *path, char **resp, size_t *resp_len)
 	cr_assert_eq(rc, CURLE_OK, "%s %s on %s: %s", method, path, engine, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
+	curl_slist_free_all(headers);
 	if (!body.data)
 		grow_add(&body, "", 0);
 	if (resp) {

@@ -134,6 +134,9 @@ json_object *it_json_get(json_object *o, const char *key);
 /* One request to the engine: returns the HTTP status (the test fails on a
  * transport error).  `resp`/`resp_len` may be NULL; *resp is malloc'ed. */
 long it_api(const char *method, const char *path, char **resp, size_t *resp_len);
+/* The same with a JSON request body (NULL: none). */
+long it_api_json(const char *method, const char *path, const char *json, char **resp,
+		 size_t *resp_len);
 
 /* POST /containers/hutch-S/kill, then wait until it no longer runs. */
 void it_container_kill(const char *session);
