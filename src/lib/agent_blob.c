@@ -2,6 +2,7 @@
  * agent_blob.c - the agent as a tar archive for the engine's archive API
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,34 +47,50 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
 	return ok ? 0 : -1;
 }
 
-static void build(void)
+/* The agent's entries under `prefix` ("" or ".hutch/"), and the entry
+ * `dir` owned by uid:gid when it is not NULL; a malloc'ed archive. */
+static char *agent_archive(const char *prefix, const char *dir, unsigned int uid,
+			   unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
 	/* A ustar archive is the file plus headers, padded to 10 KiB. */
 	size_t cap = agent_len + 64 * 1024;
-	size_t used = 0;
+	char agent[64], use[64];
 	struct archive *a;
 	char *buf = malloc(cap);
 
+	*len = 0;
 	if (!buf)
-		return;
+		return NULL;
+	snprintf(agent, sizeof(agent), "%shutch-agent", prefix);
+	snprintf(use, sizeof(use), "%s%s", prefix, HUTCH_USE_DIR);
 	a = archive_write_new();
 	if (!a ||
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    hutch__tar_add(a, "hutch-agent", AE_IFREG, 0755,
-		      hutch__agent_start, agent_len) < 0 ||
+	    archive_write_open_memory(a, buf, cap, len) != ARCHIVE_OK ||
+	    hutch__tar_add(a, agent, AE_IFREG, 0755, hutch__agent_start, agent_len) < 0 ||
 	    /* Where the agent records the session's use: root's, sticky
 	     * and writable by all, as /tmp (see agent_mark_used). */
-	    hutch__tar_add(a, HUTCH_USE_DIR, AE_IFDIR, 01777, NULL, 0) < 0 ||
+	    hutch__tar_add(a, use, AE_IFDIR, 01777, NULL, 0) < 0 ||
+	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL, 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);
 		free(buf);
-		return;
+		return NULL;
 	}
 	archive_write_free(a);
-	tar_data = buf;
-	tar_len = used;
+	return buf;
+}
+
+static void build(void)
+{
+	tar_data = agent_archive("", NULL, 0, 0, &tar_len);
+}
+
+char *hutch__agent_tar_with_dir(const char *dir, unsigned int uid, unsigned int gid,
+				size_t *len)
+{
+	return agent_archive(".hutch/", dir, uid, gid, len); /* HUTCH_AGENT_DIR */
 }
 
 int hutch__agent_tar(const char **data, size_t *len)

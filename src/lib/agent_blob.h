@@ -20,6 +20,10 @@
  * Built once per process; the bytes are borrowed and live until exit.
  * 0, or -1 when out of memory. */
 int hutch__agent_tar(const char **data, size_t *len);
+/* The same entries under ".hutch/", and a directory `dir` (0755) owned by
+ * uid:gid, to PUT at "/": malloc'ed, or NULL when out of memory. */
+char *hutch__agent_tar_with_dir(const char *dir, unsigned int uid, unsigned int gid,
+				size_t *len);
 
 struct archive;
 

@@ -243,6 +243,7 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	s->nano_cpus = HUTCH_SESSION_DEFAULT_NANO_CPUS;
 	s->pids = HUTCH_SESSION_DEFAULT_PIDS;
 	s->vol_uid = s->vol_gid = -1;
+	s->podman = -1;
 	s->network = strdup("none");
 
 	if (opts && opts->image && *opts->image) {
@@ -1182,16 +1183,19 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
 static int is_podman(hutch_session *s, hutch_error **err)
 {
 	long status = 0;
-	int rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL, &status,
-				    "ask which engine this is", err);
+	int rc;
 
+	if (s->podman >= 0)
+		return s->podman;
+	rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL, &status,
+				"ask which engine this is", err);
 	if (rc == 0)
-		return 1;
+		return s->podman = 1;
 	if (rc == HUTCH_ENOTFOUND || status == 404) {
 		hutch_error_free(err ? *err : NULL);
 		if (err)
 			*err = NULL;
-		return 0;
+		return s->podman = 0;
 	}
 	return rc;
 }
@@ -1203,7 +1207,7 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	size_t used = 0;
 	int rc, podman;
 
-	if (s->workspace)
+	if (s->workspace || s->owned)
 		return 0;
 	rc = hutch__session_owner(s, &uid, &gid, err);
 	if (rc < 0)
@@ -1222,6 +1226,41 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 		return put_tar_in(s, s->container, "%2F", "", tar, used,
 				  "give the workspace its owner", err);
 	return own_through_helper(s, tar, used, err);
+}
+
+/*
+ * Make a new container ready to start: the agent, and on Docker with a
+ * writable root also the workspace volume's owner in the same archive PUT
+ * at "/" (Docker gives a new volume the image's /workspace when the
+ * container is created, and keeps the owner set now at the start), which
+ * saves own_workspace() its request.  Podman: the agent alone (a volume's
+ * owner is set when it is made, or once the container runs).
+ */
+static int prepare(hutch_session *s, hutch_error **err)
+{
+	unsigned int uid, gid;
+	size_t len = 0;
+	char *tar;
+	int rc;
+
+	s->owned = 0;
+	if (s->workspace || s->read_only)
+		return put_agent(s, err);
+	rc = is_podman(s, err);
+	if (rc != 0)
+		return rc < 0 ? rc : put_agent(s, err);
+	rc = hutch__session_owner(s, &uid, &gid, err);
+	if (rc < 0)
+		return rc;
+	tar = hutch__agent_tar_with_dir("workspace", uid, gid, &len);
+	if (!tar)
+		return hutch__error_oom(err);
+	rc = put_tar_in(s, s->container, "%2F", "", tar, len,
+			"copy the agent into the container", err);
+	free(tar);
+	if (rc == 0)
+		s->owned = 1;
+	return rc;
 }
 
 static int start(hutch_session *s, hutch_error **err)
@@ -1461,7 +1500,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			if (rc < 0)
 				goto fail;
 			made = 1;
-			rc = put_agent(s, &lerr);
+			rc = prepare(s, &lerr);
 			if (rc == 0)
 				rc = start(s, &lerr);
 			if (rc == 0)

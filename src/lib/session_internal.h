@@ -68,6 +68,9 @@ struct hutch_session {
 				   the image's "sandbox" once it runs */
 	long vol_uid, vol_gid;  /* owner the engine gave the workspace volume
 				   when it made it, or -1 (ensure_volume) */
+	int owned;              /* the container being brought up got its
+				   workspace owner with the agent (prepare) */
+	int podman;             /* the engine is Podman: 1, 0, -1 not asked */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
 
