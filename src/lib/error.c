@@ -79,6 +79,14 @@ int hutch__error_set_engine(hutch_error **err, int code, int http_status,
 	return code;
 }
 
+static int already_prefixed(const char *message, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return message && strncmp(message, prefix, n) == 0 && message[n] == ':' &&
+	       message[n + 1] == ' ';
+}
+
 int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 {
 	struct hutch_error *e;
@@ -92,6 +100,12 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 	if (vasprintf(&prefix, fmt, ap) < 0)
 		prefix = NULL;
 	va_end(ap);
+	/* Layers that each name the session (ensure, then exec or a file
+	 * tool) say so once. */
+	if (prefix && already_prefixed(e->message, prefix)) {
+		free(prefix);
+		return e->code;
+	}
 	if (prefix && asprintf(&joined, "%s: %s", prefix, e->message) >= 0) {
 		one_line(joined);
 		free(e->message);

@@ -736,7 +736,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	json_object *vol = NULL, *labels, *body;
 	char hash[17], path[256];
 	const char *had;
-	int rc;
+	int rc, existed;
 
 	config_hash(s, hash);
 	labels = sysvol_labels(s, &vol);
@@ -746,10 +746,13 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		return 0;
 	}
 	json_object_put(vol);
-	if (vol && !labels)
+	if (vol && !labels) {
+		s->refused = 1;
 		return hutch__error_set(err, HUTCH_ECONFLICT,
 			"volume '%s' exists but was not made by hutch; remove it or "
 			"pick another session name", s->sysvol);
+	}
+	existed = vol != NULL;
 	if (vol) {
 		snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
 		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
@@ -770,6 +773,8 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body, NULL, NULL,
 				"create the session's system volume", err);
 	json_object_put(body);
+	if (rc == 0 && !existed)
+		s->made_volumes |= MADE_SYSTEM_VOLUME;
 	return rc;
 }
 
@@ -842,6 +847,7 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			json_object_object_get_ex(vol, "Labels", &labels);
 			if (!label_get(labels, HUTCH_LABEL_SESSION)) {
 				json_object_put(vol);
+				s->refused = 1;
 				return hutch__error_set(err, HUTCH_ECONFLICT,
 					"volume '%s' exists but was not made by hutch; "
 					"remove it or pick another session name", s->volume);
@@ -891,6 +897,8 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 		/* Losing a creation race is fine: read the winner's record. */
 		if (rc == 0 || rc == HUTCH_ECONFLICT) {
 			s->new_record = 1;
+			if (rc == 0)
+				s->made_volumes |= MADE_WORKSPACE_VOLUME;
 			hutch_error_free(lerr);
 			continue;
 		}
@@ -1385,6 +1393,29 @@ static int create_container(hutch_session *s, hutch_error **err)
 	return rc;
 }
 
+/*
+ * A session this call began but could not bring up leaves nothing behind:
+ * the volumes it made (holding nothing yet but the image's /workspace and
+ * the agent) go too, so its record does not keep the settings that failed
+ * (an image not on the engine, a user the image lacks) for the next
+ * command to trip over.  Volumes that were there before are kept.
+ */
+static void forget_new_volumes(hutch_session *s)
+{
+	const char *name[2] = { s->volume, s->sysvol };
+	int bit[2] = { MADE_WORKSPACE_VOLUME, MADE_SYSTEM_VOLUME };
+	char path[256];
+
+	for (int i = 0; i < 2; i++) {
+		if (!(s->made_volumes & bit[i]))
+			continue;
+		snprintf(path, sizeof(path), "/volumes/%s", name[i]);
+		hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
+				   "remove the session volume", NULL);
+	}
+	s->made_volumes = 0;
+}
+
 static int create(hutch_session *s, hutch_error **err)
 {
 	int rc = ensure_volume(s, err);
@@ -1392,15 +1423,12 @@ static int create(hutch_session *s, hutch_error **err)
 	if (rc < 0)
 		return rc;
 	rc = default_user(s, err);
-	if (rc < 0 && s->new_record) {
-		/* Refused before anything ran: leave no record behind. */
-		char path[256];
-
-		snprintf(path, sizeof(path), "/volumes/%s", s->volume);
-		hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-				   "remove the session volume", NULL);
-	}
-	return rc < 0 ? rc : create_container(s, err);
+	if (rc == 0)
+		rc = create_container(s, err);
+	/* Another process's container of that name: its volumes now. */
+	if (rc < 0 && (rc != HUTCH_ECONFLICT || s->refused))
+		forget_new_volumes(s);
+	return rc;
 }
 
 /*
@@ -1463,6 +1491,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	s->new_record = 0;
 	s->recreated = 0;
 	s->refused = 0;
+	s->made_volumes = 0;
 	for (;;) {
 		hutch_error *lerr = NULL;
 
@@ -1553,8 +1582,10 @@ fail:
 		/* A container this call made but could not bring up (a user
 		 * the image lacks, say) is not left for the next command to
 		 * trip over. */
-		if (made && rc != HUTCH_ECONFLICT)
+		if (made && rc != HUTCH_ECONFLICT) {
 			remove_container(s, NULL);
+			forget_new_volumes(s);
+		}
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);
 		if (err)
 			*err = lerr;

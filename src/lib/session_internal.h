@@ -41,6 +41,10 @@ enum {
 	HUTCH__SET_READONLY = 1 << 9,
 };
 
+/* hutch_session.made_volumes */
+#define MADE_WORKSPACE_VOLUME 1
+#define MADE_SYSTEM_VOLUME 2
+
 struct hutch_session {
 	hutch_engine *engine;   /* borrowed */
 	char *name;
@@ -62,7 +66,9 @@ struct hutch_session {
 	int new_record;         /* the last ensure found no volume and made it:
 				   the session is brand new, not recovered */
 	int recreated;          /* the last ensure replaced a container */
-	int refused;            /* the last ensure found another configuration */
+	int refused;            /* the last ensure found another configuration,
+				   or a volume of the session's name that
+				   hutch did not make */
 	int user_chosen;        /* ... and found it: keep it over the record */
 	int probe_user;         /* the user is the default 1000:1000: look for
 				   the image's "sandbox" once it runs */
@@ -71,6 +77,8 @@ struct hutch_session {
 	int owned;              /* the container being brought up got its
 				   workspace owner with the agent (prepare) */
 	int podman;             /* the engine is Podman: 1, 0, -1 not asked */
+	int made_volumes;       /* made by this ensure: MADE_WORKSPACE_VOLUME,
+				   MADE_SYSTEM_VOLUME (session.c) */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
 

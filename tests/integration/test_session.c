@@ -220,6 +220,64 @@ IT_TEST(session, rm_missing)
 	it_result_free(&r);
 }
 
+/* A first `up` that fails, and the session's state after it: nothing of
+ * it on the engine, and the next `up` of that name works. */
+static void failed_up_leaves_nothing(const char *s, const char *opt, const char *val,
+				     const char *says)
+{
+	const char *at;
+	it_result r;
+
+	r = it_hutch("up", s, opt, val, NULL);
+	IT_ASSERT_EXIT(r, 125, "hutch up S with a setting that cannot work");
+	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "stderr is not one line:\n%s", r.err);
+	cr_assert_not_null(strstr(r.err, says), "%s", r.err);
+	at = strstr(r.err, s);
+	cr_assert_not_null(at, "the message does not name the session: %s", r.err);
+	cr_assert_null(strstr(at + strlen(s), s), "the session is named twice: %s", r.err);
+	it_result_free(&r);
+	cr_assert_eq(it_count_containers(s), 0, "a container of %s is left", s);
+	cr_assert_eq(it_count_volumes(s), 0, "a volume of %s is left", s);
+
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch up S with the defaults after a failed up");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "id", "-u", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch exec S -- id -u");
+	cr_assert_str_eq(r.out, "1000\n");
+	it_result_free(&r);
+}
+
+/* 4b. a first `up` that fails leaves no record behind; a volume of the
+ * session's name that hutch did not make is refused and kept */
+IT_TEST(session, failed_first_up_leaves_nothing)
+{
+	const char *a = it_session(), *b = it_session(), *c = it_session();
+	char path[160], body[160];
+	it_opts quick = { .limit = 60 };
+	it_result r;
+	long st;
+
+	failed_up_leaves_nothing(a, "--image", "hutch-no-such-image:latest",
+				 "is not on the engine");
+	failed_up_leaves_nothing(b, "--user", "ghost", "ghost");
+
+	/* hutch_C (the session's system volume) made by someone else */
+	snprintf(body, sizeof(body), "{\"Name\": \"hutch_%s\"}", c);
+	st = it_api_json("POST", "/volumes/create", body, NULL, NULL);
+	cr_assert_eq(st, 201, "creating volume hutch_%s: HTTP %ld", c, st);
+	r = it_hutch_o(&quick, "up", c, NULL);
+	IT_ASSERT_EXIT(r, 125, "hutch up S when hutch_S is not hutch's");
+	cr_assert_not_null(strstr(r.err, "not made by hutch"), "%s", r.err);
+	it_result_free(&r);
+	snprintf(path, sizeof(path), "/volumes/hutch-%s", c);
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 404, "the workspace volume it made is left");
+	cr_assert_eq(it_count_containers(c), 0);
+	snprintf(path, sizeof(path), "/volumes/hutch_%s", c);
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 200, "the other volume was removed");
+	cr_assert_eq(it_api("DELETE", path, NULL, NULL), 204);
+}
+
 /* 5. invalid names are refused before anything is made */
 IT_TEST(session, invalid_names_refused)
 {

@@ -95,6 +95,12 @@ Test(errors, wrap_adds_context_in_front)
 	cr_assert_eq(hutch__error_set(&err, HUTCH_ENOTFOUND, "no %s", "thing"), HUTCH_ENOTFOUND);
 	cr_assert_eq(hutch__error_wrap(&err, HUTCH_EFAILED, "session '%s'", "s1"), HUTCH_ENOTFOUND);
 	cr_assert_str_eq(hutch_error_message(err), "session 's1': no thing");
+	/* a second layer naming the same session does not say it twice */
+	hutch__error_wrap(&err, HUTCH_EFAILED, "session '%s'", "s1");
+	cr_assert_str_eq(hutch_error_message(err), "session 's1': no thing");
+	/* another context, or one that is only a prefix of it, is added */
+	hutch__error_wrap(&err, HUTCH_EFAILED, "session 's'");
+	cr_assert_str_eq(hutch_error_message(err), "session 's': session 's1': no thing");
 	hutch_error_free(err);
 	/* NULL error slots are allowed everywhere */
 	cr_assert_eq(hutch__error_set(NULL, HUTCH_EINVALID, "ignored"), HUTCH_EINVALID);
