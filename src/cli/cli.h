@@ -68,6 +68,10 @@ void cli_secrets_free(cli_strv *secrets);
 int64_t cli_parse_seconds(const char *s);
 /* Parse "1048576", "64k", "1M", "2G"; -1 when invalid. */
 int64_t cli_parse_size(const char *s);
+/* --timeout SEC (0 for none) and --max-output BYTES of exec and batch:
+ * 0, or -1 with the error said. */
+int cli_opt_timeout(const char *arg, uint64_t *ms);
+int cli_opt_max_output(const char *arg, size_t *bytes);
 
 /* Write all of buf to fd; -1 on error. */
 int cli_write_all(int fd, const char *buf, size_t len);

@@ -734,20 +734,12 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 			b.keep = 1;
 			break;
 		case 't':
-			v = cli_parse_seconds(optarg);
-			if (v < 0) {
-				cli_error("invalid --timeout '%s': seconds, 0 for none", optarg);
+			if (cli_opt_timeout(optarg, &b.timeout_ms) < 0)
 				goto out;
-			}
-			b.timeout_ms = (uint64_t)v;
 			break;
 		case 'm':
-			v = cli_parse_size(optarg);
-			if (v <= 0) {
-				cli_error("invalid --max-output '%s': bytes, e.g. 65536 or 1M", optarg);
+			if (cli_opt_max_output(optarg, &b.max_output) < 0)
 				goto out;
-			}
-			b.max_output = (size_t)v;
 			break;
 		case 'i':
 			b.image = optarg;

@@ -100,7 +100,6 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	const char *name = NULL, *sh_argv[3];
 	char *workdir = NULL, *json = NULL;
 	int c, json_out = 0, rc = EXIT_HUTCH_FAILED, pass;
-	int64_t v;
 	struct sigaction sa;
 
 	/* Options may stand before and after SESSION; what follows SESSION
@@ -109,12 +108,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 		while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 			switch (c) {
 			case 't':
-				v = cli_parse_seconds(optarg);
-				if (v < 0) {
-					cli_error("invalid --timeout '%s': seconds, 0 for none", optarg);
+				if (cli_opt_timeout(optarg, &o.timeout_ms) < 0)
 					goto out;
-				}
-				o.timeout_ms = (uint64_t)v;
 				break;
 			case 'w':
 				free(workdir);
@@ -140,12 +135,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 				json_out = 1;
 				break;
 			case 'm':
-				v = cli_parse_size(optarg);
-				if (v <= 0) {
-					cli_error("invalid --max-output '%s': bytes, e.g. 65536 or 1M", optarg);
+				if (cli_opt_max_output(optarg, &o.max_output) < 0)
 					goto out;
-				}
-				o.max_output = (size_t)v;
 				break;
 			case 'h':
 				usage_exec(cmdname);

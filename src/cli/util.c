@@ -152,6 +152,30 @@ int64_t cli_parse_size(const char *s)
 	return (int64_t)(v << shift);
 }
 
+int cli_opt_timeout(const char *arg, uint64_t *ms)
+{
+	int64_t v = cli_parse_seconds(arg);
+
+	if (v < 0) {
+		cli_error("invalid --timeout '%s': seconds, 0 for none", arg);
+		return -1;
+	}
+	*ms = (uint64_t)v;
+	return 0;
+}
+
+int cli_opt_max_output(const char *arg, size_t *bytes)
+{
+	int64_t v = cli_parse_size(arg);
+
+	if (v <= 0) {
+		cli_error("invalid --max-output '%s': bytes, e.g. 65536 or 1M", arg);
+		return -1;
+	}
+	*bytes = (size_t)v;
+	return 0;
+}
+
 int cli_write_all(int fd, const char *buf, size_t len)
 {
 	ssize_t n;
