@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -240,6 +241,7 @@ int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err)
 		return hutch__error_oom(err);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->share_lock, NULL);
+	pthread_cond_init(&e->image_user_cond, NULL);
 	e->api_version = HUTCH_PINNED_API;
 	/* At most one URL from the caller or the environment, or one per
 	 * default socket. */
@@ -278,17 +280,56 @@ done:
 	return 0;
 }
 
+/* How long a caller waits for another's read of the same image. */
+#define IMAGE_USER_WAIT_S 10
+
+static struct hutch__image_user *image_user_find(hutch_engine *e, const char *id)
+{
+	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(e->image_users); i++)
+		if (strcmp(e->image_users[i].id, id) == 0)
+			return &e->image_users[i];
+	return NULL;
+}
+
+/* The next slot of the ring; waiters on what it held read for themselves. */
+static struct hutch__image_user *image_user_slot(hutch_engine *e, const char *id)
+{
+	struct hutch__image_user *u;
+
+	u = &e->image_users[e->image_users_next++ % HUTCH_ARRAY_SIZE(e->image_users)];
+	if (u->pending)
+		pthread_cond_broadcast(&e->image_user_cond);
+	snprintf(u->id, sizeof(u->id), "%s", id);
+	u->pending = 0;
+	return u;
+}
+
 int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid)
 {
+	struct hutch__image_user *u;
+	struct timespec until;
 	int found = 0;
 
+	if (!*id || strlen(id) >= sizeof(e->image_users[0].id))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += IMAGE_USER_WAIT_S;
 	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; !found && i < HUTCH_ARRAY_SIZE(e->image_users); i++) {
-		if (strcmp(e->image_users[i].id, id) != 0)
-			continue;
-		*uid = e->image_users[i].uid;
-		*gid = e->image_users[i].gid;
-		found = 1;
+	for (;;) {
+		u = image_user_find(e, id);
+		if (!u) {
+			/* This caller reads it; the next ones wait. */
+			image_user_slot(e, id)->pending = 1;
+			break;
+		}
+		if (!u->pending) {
+			*uid = u->uid;
+			*gid = u->gid;
+			found = 1;
+			break;
+		}
+		if (pthread_cond_timedwait(&e->image_user_cond, &e->lock, &until) != 0)
+			break; /* slow: read it too, as if nobody were */
 	}
 	pthread_mutex_unlock(&e->lock);
 	return found;
@@ -301,10 +342,27 @@ void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, lo
 	if (!*id || strlen(id) >= sizeof(e->image_users[0].id))
 		return;
 	pthread_mutex_lock(&e->lock);
-	u = &e->image_users[e->image_users_next++ % HUTCH_ARRAY_SIZE(e->image_users)];
-	snprintf(u->id, sizeof(u->id), "%s", id);
+	u = image_user_find(e, id);
+	if (!u)
+		u = image_user_slot(e, id);
 	u->uid = uid;
 	u->gid = gid;
+	u->pending = 0;
+	pthread_cond_broadcast(&e->image_user_cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void hutch__engine_image_user_drop(hutch_engine *e, const char *id)
+{
+	struct hutch__image_user *u;
+
+	pthread_mutex_lock(&e->lock);
+	u = *id ? image_user_find(e, id) : NULL;
+	if (u && u->pending) {
+		u->id[0] = '\0';
+		u->pending = 0;
+		pthread_cond_broadcast(&e->image_user_cond);
+	}
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -325,6 +383,7 @@ void hutch_engine_free(hutch_engine *e)
 	free(e->tls_key);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->share_lock);
+	pthread_cond_destroy(&e->image_user_cond);
 	free(e);
 }
 

@@ -54,12 +54,16 @@ struct hutch_engine {
 
 	/* The "sandbox" account of images sessions were made from, by image
 	 * ID, so a process making many sessions reads an image's
-	 * /etc/passwd once (guarded by lock; a ring, oldest replaced). */
+	 * /etc/passwd once, also when they all start at once: the first
+	 * asks, the others wait for its answer (guarded by lock; a ring,
+	 * oldest replaced; image_user_cond signals an answer). */
 	struct hutch__image_user {
 		char id[80];
 		long uid, gid;  /* -1: the image has none */
+		int pending;    /* being read by one caller */
 	} image_users[16];
 	size_t image_users_next;
+	pthread_cond_t image_user_cond;
 };
 
 struct hutch_cancel {
@@ -130,10 +134,14 @@ int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
 		      json_object **out, hutch_error **err);
 
 /* The "sandbox" account of image `id` if this handle has read it: 1 and
- * *uid, *gid (-1 when the image has none), else 0. */
+ * *uid, *gid (-1 when the image has none).  0: the caller is to read it
+ * and then call _keep with the answer, or _drop when it could not; while
+ * it does, other callers for that image wait (at most a few seconds). */
 int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid);
 /* Remember what hutch__engine_image_user will answer for image `id`. */
 void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, long gid);
+/* No answer for image `id` this time: a waiting caller reads it itself. */
+void hutch__engine_image_user_drop(hutch_engine *e, const char *id);
 
 /* Turn an engine's error answer into a typed error (both body shapes:
  * {"message"} and Podman's {"cause","message","response"}). */

@@ -1457,12 +1457,13 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 	    json_object_is_type(v, json_type_string))
 		snprintf(id, sizeof(id), "%s", json_object_get_string(v));
 	json_object_put(obj);
-	if (!id[0] || !hutch__engine_image_user(s->engine, id, &uid, &gid)) {
+	if (!hutch__engine_image_user(s->engine, id, &uid, &gid)) {
 		uid = hutch__account_id(s, "sandbox", &gid);
-		if (uid == -2)
+		if (uid == -2) {
+			hutch__engine_image_user_drop(s->engine, id);
 			return 0; /* as before the probe: 1000:1000 */
-		if (id[0])
-			hutch__engine_image_user_keep(s->engine, id, uid, gid);
+		}
+		hutch__engine_image_user_keep(s->engine, id, uid, gid);
 	}
 	if (uid < 0 || (uid == 1000 && gid == 1000))
 		return 0;

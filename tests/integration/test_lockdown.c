@@ -609,8 +609,8 @@ IT_TEST(lockdown, numeric_user_owns_the_volume_workspace)
 
 /* 14. an image whose sandbox user has other ids than 1000:1000: every
  * session made from it runs as that user, the first one and those a
- * process makes after it (which do not read the image's /etc/passwd
- * again) */
+ * process makes after it or at the same time (which wait for the first
+ * one's read of the image's /etc/passwd and do not read it again) */
 IT_TEST(lockdown, image_sandbox_user_with_other_ids)
 {
 	const char *base = it_session();
@@ -635,7 +635,8 @@ IT_TEST(lockdown, image_sandbox_user_with_other_ids)
 	cr_assert_eq(status, 201, "commit %s: HTTP %ld", image, status);
 	strcat(image, ":latest");
 
-	/* One session with the CLI, then three in one batch process. */
+	/* One session with the CLI, then four in one batch process, two at
+	 * a time: two at once, then two after them. */
 	cli = it_session();
 	r = it_hutch("up", cli, "--image", image, NULL);
 	up_status = r.status;
@@ -649,11 +650,11 @@ IT_TEST(lockdown, image_sandbox_user_with_other_ids)
 	snprintf(jobs, sizeof(jobs), "%s/jobs.jsonl", dir);
 	f = fopen(jobs, "w");
 	cr_assert_not_null(f);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		fprintf(f, "{\"session\":\"%s\",\"command\":[\"sh\",\"-c\",\"id -u; id -g\"]}\n",
 			it_session());
 	cr_assert_eq(fclose(f), 0);
-	r = it_hutch("batch", jobs, "--image", image, "--parallel", "1", NULL);
+	r = it_hutch("batch", jobs, "--image", image, "--parallel", "2", NULL);
 	unlink(jobs);
 	rmdir(dir);
 
@@ -670,7 +671,7 @@ IT_TEST(lockdown, image_sandbox_user_with_other_ids)
 
 	cr_assert_str_eq(text, "0|0|1500\n1501\nsandbox\n1500:1501\n", "the CLI session: %s", text);
 	IT_ASSERT_EXIT(r, 0, "hutch batch --image (sandbox 1500:1501)");
-	cr_assert_eq(it_count_lines(r.out, r.out_len), 3, "batch results: %s", r.out);
+	cr_assert_eq(it_count_lines(r.out, r.out_len), 4, "batch results: %s", r.out);
 	for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		size_t n = strcspn(line, "\n");
 
