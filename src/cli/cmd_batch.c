@@ -825,11 +825,12 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 		remove_created(&b, parallel, &removed, &rmfailed);
 	if (b.read_error)
 		cli_error("batch file '%s': %s", file, strerror(b.read_error));
-	fprintf(stderr, "hutch: batch: %lu jobs in %.1f s: %lu ok, %lu non-zero exit, "
-		"%lu timed out, %lu sandbox lost, %lu cancelled, %lu errors; "
-		"%zu sessions created, %zu removed%s\n",
-		b.jobs, (double)(now_ms() - t0) / 1000.0, b.ok, b.nonzero, b.timeouts, b.lost,
-		b.cancelled, b.errors, created, removed,
+	fprintf(stderr, "hutch: batch: %lu job%s in %.1f s: %lu ok, %lu non-zero exit, "
+		"%lu timed out, %lu sandbox lost, %lu cancelled, %lu error%s; "
+		"%zu session%s created, %zu removed%s\n",
+		b.jobs, b.jobs == 1 ? "" : "s", (double)(now_ms() - t0) / 1000.0, b.ok,
+		b.nonzero, b.timeouts, b.lost, b.cancelled, b.errors, b.errors == 1 ? "" : "s",
+		created, created == 1 ? "" : "s", removed,
 		b.keep ? " (--keep)" : rmfailed ? ", some could not be removed" : "");
 	if (interrupt_signal)
 		rc = 128 + interrupt_signal;

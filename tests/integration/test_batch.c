@@ -212,7 +212,7 @@ IT_TEST(batch, keep_and_sessions_from_before)
 	r = it_hutch("batch", file, NULL);
 	batch_file_remove(file);
 	IT_ASSERT_EXIT(r, 0, "hutch batch");
-	cr_expect(strstr(r.err, "1 sessions created, 1 removed"), "summary: %s", r.err);
+	cr_expect(strstr(r.err, "1 session created, 1 removed"), "summary: %s", r.err);
 	it_result_free(&r);
 	cr_expect_eq(it_container_running(before), 1, "a session from before the batch was touched");
 	cr_expect_eq(exists(made), 0, "the session the batch made is left");
@@ -230,7 +230,7 @@ IT_TEST(batch, keep_and_sessions_from_before)
 	r = it_hutch("batch", file, "--keep", "--parallel", "3", NULL);
 	batch_file_remove(file);
 	IT_ASSERT_EXIT(r, 1, "hutch batch --keep with a timeout");
-	cr_expect(strstr(r.err, "1 sessions created, 0 removed (--keep)"), "summary: %s", r.err);
+	cr_expect(strstr(r.err, "1 session created, 0 removed (--keep)"), "summary: %s", r.err);
 	it_result_free(&r);
 	cr_expect_eq(it_container_running(kept), 1, "--keep did not keep the session");
 	expect_no_running_exec(kept);
