@@ -1,5 +1,7 @@
 #!/bin/sh
-# engine-test.sh NAME: run the integration tests against one engine.
+# engine-test.sh NAME [PROGRAM]: run the integration tests (or PROGRAM, a
+# Criterion program built on the same harness, such as
+# tests/hostile/test-hostile) against one engine.
 #
 # The engine's URL comes from HUTCH_TEST_<NAME> (HUTCH_TEST_DOCKER,
 # HUTCH_TEST_PODMAN), as printed by `contrib/engines.sh env`.  Without it the
@@ -11,7 +13,7 @@
 # fails instead of eating the CI time limit.
 set -u
 
-name=${1:?usage: engine-test.sh docker|podman}
+name=${1:?usage: engine-test.sh docker|podman [PROGRAM]}
 var=HUTCH_TEST_$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')
 eval "url=\${$var:-}"
 
@@ -39,7 +41,7 @@ if ! answer=$(curl -sS --max-time 10 "$@" 2>&1) || [ "$answer" != OK ]; then
 	exit 1
 fi
 
-bin=${HUTCH_BUILDDIR:-.}/tests/integration/test-integration
+bin=${HUTCH_BUILDDIR:-.}/${2:-tests/integration/test-integration}
 if [ ! -x "$bin" ]; then
 	echo "engine-test: $bin is not built"
 	exit 99 # hard error: the build is broken, not the test

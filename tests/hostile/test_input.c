@@ -1,0 +1,4 @@
+/*
+ * test_input.c - hostile tests (see doc/threat-model.md)
+ */
+#include "harness.h"
