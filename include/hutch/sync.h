@@ -15,11 +15,18 @@
  *
  * sync-out copies the contents of /workspace, or of one path under it, into
  * a host directory (as `docker cp C:/workspace/. DIR`).  Whatever the
- * container put in its workspace, nothing is written outside that host
- * directory: no absolute names, no "..", no writing through symlinks (also
- * not through symlinks left by an earlier sync-out), no device nodes, fifos
- * or sockets, no setuid/setgid bits, no ownership, extended attributes,
- * ACLs or file flags.  Modes, mtimes and symlinks are kept.
+ * container put in its workspace, and whatever a process in the container
+ * renames or swaps inside the host directory while it is written (when
+ * the host directory lies in a bind-mounted workspace), nothing is written,
+ * linked or removed outside that host directory: no absolute names, no
+ * "..", no symlink is ever followed (also none left by an earlier
+ * sync-out), no device nodes, fifos or sockets, no setuid/setgid bits, no
+ * ownership, extended attributes, ACLs or file flags.  Modes, mtimes and
+ * symlinks are kept.
+ *
+ * The host directory's own path may not go through a symlink (for either
+ * direction): a sandbox that can write where it lies could otherwise put
+ * one there just before it is opened.
  *
  * Both work on a running or stopped session, on its volume or on a bind
  * mounted host workspace; a session that does not exist yet is created.
@@ -104,9 +111,9 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *session,
  * entries that were refused as unsafe (the rest is extracted, the message
  * names the first refused entry and how many there were).
  *
- * Threads: the extraction runs on a private thread with its own working
- * directory (unshare(CLONE_FS)); the process's working directory is never
- * changed.
+ * Threads: the extraction runs on a thread of its own, relative to a
+ * descriptor of the host directory; the process's working directory is
+ * never used or changed.
  */
 int hutch_sync_out(hutch_sync_stats *out, hutch_session *session,
 		   const char *hostdir, const char *path,

@@ -22,6 +22,7 @@
 
 #include <hutch/sync.h>
 
+#include "beneath.h"
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -542,23 +543,62 @@ static void finish_stats(hutch_sync_stats *out, const hutch_sync_stats *w,
 	out->duration_ms = hutch__now_ms() - t0;
 }
 
+/*
+ * The host directory, opened once; every later operation is relative to
+ * this descriptor.  No symlink is followed anywhere on its path: when the
+ * host directory lies in a tree a sandbox can write (a bind-mounted
+ * workspace), the sandbox could otherwise swap a component for a symlink
+ * just before it is opened and have sync-out write, or sync-in read, any
+ * directory of the host.  A user whose path goes through a symlink gives
+ * its real path instead; the message says so.
+ */
 static int open_hostdir(const char *hostdir, int create, hutch_error **err)
 {
 	int fd;
 
 	if (!hostdir || !*hostdir)
 		return hutch__error_set(err, HUTCH_EINVALID, "no host directory given");
-	if (create && mkdir(hostdir, 0777) < 0 && errno != EEXIST)
+	fd = hutch__open_nosymlinks(hostdir, O_RDONLY);
+	if (fd < 0 && errno == ENOENT && create) {
+		/* Made in its parent, held the same way: a parent swapped
+		 * for a symlink makes no directory elsewhere. */
+		char *copy = strdup(hostdir), *base;
+		const char *parent;
+		int pfd = -1;
+
+		if (!copy)
+			return hutch__error_oom(err);
+		for (size_t n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+			copy[n - 1] = '\0';
+		base = strrchr(copy, '/');
+		if (base) {
+			*base++ = '\0';
+			parent = *copy ? copy : "/";
+		} else {
+			base = copy;
+			parent = ".";
+		}
+		pfd = hutch__open_nosymlinks(parent, O_PATH);
+		if (pfd >= 0 && (mkdirat(pfd, base, 0777) == 0 || errno == EEXIST))
+			fd = hutch__open_beneath(pfd, base, O_RDONLY);
+		else if (pfd >= 0)
+			fd = -1;
+		int e = errno;
+		if (pfd >= 0)
+			close(pfd);
+		free(copy);
+		errno = e;
+	}
+	if (fd < 0 && errno == ELOOP)
 		return hutch__error_set(err, HUTCH_EINVALID,
-					"cannot create host directory '%.200s': %s",
-					hostdir, strerror(errno));
-	/* The directory the user named is followed if it is a symlink: it is
-	 * their choice.  Nothing below it is ever followed. */
-	fd = open(hostdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+					"host directory '%.200s' goes through a symlink, which hutch "
+					"does not follow (a sandbox could have put it there): give "
+					"its real path, as `realpath` prints it", hostdir);
 	if (fd < 0)
-		return hutch__error_set(err, HUTCH_EINVALID, "host directory '%.200s': %s",
-					hostdir, errno == ENOTDIR ? "not a directory" :
-					strerror(errno));
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"%s host directory '%.200s': %s",
+					create && errno != ENOTDIR ? "cannot create or open" : "cannot open",
+					hostdir, errno == ENOTDIR ? "not a directory" : strerror(errno));
 	return fd;
 }
 
