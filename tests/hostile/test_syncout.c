@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "hostile.h"
 
 #define FILES 300
 #define ROUNDS 12
@@ -33,64 +33,6 @@
  * would need --user root). */
 #define UID 1000
 #define GID 1000
-
-static const char racer_src[] =
-	"#define _GNU_SOURCE\n"
-	"#include <errno.h>\n"
-	"#include <fcntl.h>\n"
-	"#include <stdio.h>\n"
-	"#include <sys/syscall.h>\n"
-	"#include <time.h>\n"
-	"#include <unistd.h>\n"
-	"#include <linux/fs.h>\n"
-	"/* racer DIR A B TARGET STOPFILE: exchange DIR/A and DIR/B until STOPFILE\n"
-	" * exists (at most 120 s).  One of them is kept a symlink to TARGET: when\n"
-	" * neither is one (the extraction replaced it), B moves aside and a new\n"
-	" * symlink takes its name. */\n"
-	"int main(int argc, char **argv)\n"
-	"{\n"
-	"	int dfd = open(argv[1], O_RDONLY | O_DIRECTORY);\n"
-	"	time_t end = time(NULL) + 120;\n"
-	"	unsigned long n = 0, swaps = 0;\n"
-	"	char b[8], aside[32];\n"
-	"	if (argc != 6 || dfd < 0)\n"
-	"		return 2;\n"
-	"	for (;; n++) {\n"
-	"		if (syscall(SYS_renameat2, dfd, argv[2], dfd, argv[3],\n"
-	"			    RENAME_EXCHANGE) == 0) {\n"
-	"			swaps++;\n"
-	"		} else if (errno == ENOENT) {\n"
-	"			symlinkat(argv[4], dfd, argv[2]);\n"
-	"			symlinkat(argv[4], dfd, argv[3]);\n"
-	"		}\n"
-	"		if ((n & 63) == 0 && readlinkat(dfd, argv[2], b, sizeof(b)) < 0 &&\n"
-	"		    readlinkat(dfd, argv[3], b, sizeof(b)) < 0) {\n"
-	"			snprintf(aside, sizeof(aside), \"aside%lu\", n);\n"
-	"			renameat(dfd, argv[3], dfd, aside);\n"
-	"			symlinkat(argv[4], dfd, argv[3]);\n"
-	"		}\n"
-	"		if ((n & 1023) == 0 &&\n"
-	"		    (access(argv[5], F_OK) == 0 || time(NULL) > end))\n"
-	"			break;\n"
-	"	}\n"
-	"	printf(\"%lu swaps\\n\", swaps);\n"
-	"	return 0;\n"
-	"}\n";
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[3 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "failed: %s", cmd);
-}
 
 static void write_text(const char *path, const char *text, mode_t mode)
 {
@@ -234,16 +176,15 @@ static void raced_sync_out(void)
 	 * copies; out/ (HOSTDIR) is made by the sandbox's user, with out/d
 	 * and out/s -> the canary directory. */
 	cr_assert_eq(mkdir(ws, 0755), 0);
-	snprintf(p, sizeof(p), "%s/racer.c", base);
-	write_text(p, racer_src, 0644);
-	sh("cc -static -O2 -o '%s/racer' '%s/racer.c'", ws, base);
-	sh("mkdir -p '%s/src/d' '%s/d' && cd '%s/src/d' && i=0 && while [ $i -lt %d ]; do "
-	   "echo new > f$i && ln f$i h$i && i=$((i+1)); done",
-	   ws, out, ws, FILES);
+	hostile_install_tool("racer", ws);
+	hostile_sh(
+		"mkdir -p '%s/src/d' '%s/d' && cd '%s/src/d' && i=0 && while [ $i -lt %d ]; do "
+		"echo new > f$i && ln f$i h$i && i=$((i+1)); done",
+		ws, out, ws, FILES);
 	cr_assert_eq(symlink(canarydir,
 			     (snprintf(p, sizeof(p), "%s/s", out), p)),
 		     0);
-	sh("chown -R -h %d:%d '%s'", UID, GID, ws);
+	hostile_sh("chown -R -h %d:%d '%s'", UID, GID, ws);
 
 	r = it_hutch("up", s, "--workspace", ws, NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --workspace WS");
@@ -299,17 +240,18 @@ static void raced_sync_out(void)
 	check_canary(canarydir, canary, 2 * FILES + 1);
 	check_no_links(ws, canary, 2 * FILES + 1);
 	/* Next to the workspace and the canary, nothing appeared. */
-	sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'canary racer.c ws '",
-	   base);
+	hostile_sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'canary ws '",
+		   base);
 	/* And the race did not stop sync-out from doing its job when the
 	 * sandbox stops racing. */
 	r = it_hutch("sync-out", s, out, "src", NULL);
 	IT_ASSERT_EXIT(r, 0, "sync-out once the racer stopped");
 	it_result_free(&r);
-	sh("test \"$(cat '%s/d/f7')\" = new && test \"$(cat '%s/d/h7')\" = new",
-	   out, out);
+	hostile_sh(
+		"test \"$(cat '%s/d/f7')\" = new && test \"$(cat '%s/d/h7')\" = new",
+		out, out);
 
-	sh("rm -rf '%s'", base);
+	hostile_sh("rm -rf '%s'", base);
 }
 
 /*
@@ -331,7 +273,7 @@ IT_TEST(syncout, hostdir_path_through_a_symlink_is_refused)
 	snprintf(canarydir, sizeof(canarydir), "%s/canary", base);
 	make_canary(canarydir, canary, 3);
 	cr_assert_eq(mkdir(ws, 0755), 0);
-	sh("chown %d:%d '%s'", UID, GID, ws);
+	hostile_sh("chown %d:%d '%s'", UID, GID, ws);
 	r = it_hutch("up", s, "--workspace", ws, NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --workspace WS");
 	it_result_free(&r);
@@ -369,5 +311,5 @@ IT_TEST(syncout, hostdir_path_through_a_symlink_is_refused)
 	cr_assert_str_eq(r.out, "pwn\n",
 			 "the canary was copied into the sandbox");
 	it_result_free(&r);
-	sh("rm -rf '%s'", base);
+	hostile_sh("rm -rf '%s'", base);
 }

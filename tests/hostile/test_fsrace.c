@@ -1,0 +1,88 @@
+/*
+ * test_fsrace.c - the file tools while the sandbox swaps directories under
+ * them (doc/threat-model.md, "the file tools stay in /workspace")
+ *
+ * A static racer in the session swaps /workspace/d with /workspace/s, a
+ * symlink to /tmp/target (outside the workspace), in a tight loop, while
+ * hutch writes d/wN and reads d/secret again and again.  A tool that
+ * checked a path and then used it by name would, some of the time, write
+ * into /tmp/target or return /tmp/target/secret.  Each write must land in
+ * the workspace or be refused; each read must return the workspace's file
+ * or be refused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hostile.h"
+
+#define ROUNDS 40
+
+IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
+{
+	const char *s = it_session();
+	char host[64], path[32];
+	it_opts bg = { .limit = 200 };
+	it_proc racer;
+	it_result r;
+	int landed = 0, refused = 0;
+
+	snprintf(host, sizeof(host), "/tmp/hutch-hostile-fsrace-XXXXXX");
+	cr_assert_not_null(mkdtemp(host));
+	hostile_install_tool("racer", host);
+	r = it_hutch("sync-in", s, host, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in the racer");
+	it_result_free(&r);
+	r = it_hutch("sh", s,
+		     "mkdir -p d /tmp/target && echo inside > d/secret && "
+		     "echo OUTSIDE > /tmp/target/secret && ln -s /tmp/target s",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "prepare d, s -> /tmp/target");
+	it_result_free(&r);
+	{
+		const char *args[] = { "exec",
+				       s,
+				       "--",
+				       "/workspace/racer",
+				       "/workspace",
+				       "d",
+				       "s",
+				       "/tmp/target",
+				       "/workspace/stop",
+				       NULL };
+
+		it_spawn(&racer, &bg, args);
+	}
+
+	for (int i = 0; i < ROUNDS; i++) {
+		snprintf(path, sizeof(path), "d/w%d", i);
+		r = it_hutch("write", s, path, "--content", "written", NULL);
+		if (r.status == 0)
+			landed++;
+		else
+			refused++;
+		it_result_free(&r);
+		r = it_hutch("read", s, "d/secret", NULL);
+		cr_assert(!strstr(r.out, "OUTSIDE"),
+			  "read returned /tmp/target/secret");
+		it_result_free(&r);
+	}
+	r = it_hutch("write", s, "stop", "--content", "", NULL);
+	IT_ASSERT_EXIT(r, 0, "stop the racer");
+	it_result_free(&r);
+	r = it_wait(&racer);
+	IT_ASSERT_EXIT(r, 0, "the racer");
+	cr_assert(atol(r.out) > 1000, "the racer did not race: %s", r.out);
+	cr_log_info("racer: %.*s; writes landed %d, refused %d",
+		    (int)strcspn(r.out, "\n"), r.out, landed, refused);
+	it_result_free(&r);
+
+	/* Nothing but the file that was there reached /tmp/target. */
+	r = it_hutch("exec", s, "--", "ls", "-A", "/tmp/target", NULL);
+	IT_ASSERT_EXIT(r, 0, "ls /tmp/target");
+	cr_assert_str_eq(r.out, "secret\n", "a write left the workspace: %s",
+			 r.out);
+	it_result_free(&r);
+	hostile_sh("rm -rf '%s'", host);
+}
