@@ -16,8 +16,6 @@ extern const char hutch__agent_start[];
 extern const char hutch__agent_end[];
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char *tar_data;
-static size_t tar_len;
 
 int hutch__tar_add(struct archive *a, const char *path, mode_t type,
 		   mode_t perm, const char *data, size_t len)
@@ -47,32 +45,42 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
 	return ok ? 0 : -1;
 }
 
-/* The agent's entries under `prefix` ("" or ".hutch/"), and the entry
- * `dir` owned by uid:gid when it is not NULL; a malloc'ed archive. */
-static char *agent_archive(const char *prefix, const char *dir, unsigned int uid,
-			   unsigned int gid, size_t *len)
+/*
+ * The agent's archive, to PUT at "/": the directory ".hutch/" itself (the
+ * system volume's root), the agent and its use directory, all owned by
+ * `owner`; and the entry `dir` owned by uid:gid when it is not NULL.  A
+ * malloc'ed archive.
+ */
+static char *agent_archive(unsigned int owner, const char *dir,
+			   unsigned int uid, unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
 	/* A ustar archive is the file plus headers, padded to 10 KiB. */
 	size_t cap = agent_len + 64 * 1024;
-	char agent[64], use[64];
 	struct archive *a;
 	char *buf = malloc(cap);
 
 	*len = 0;
 	if (!buf)
 		return NULL;
-	snprintf(agent, sizeof(agent), "%shutch-agent", prefix);
-	snprintf(use, sizeof(use), "%s%s", prefix, HUTCH_USE_DIR);
 	a = archive_write_new();
-	if (!a ||
-	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, len) != ARCHIVE_OK ||
-	    hutch__tar_add(a, agent, AE_IFREG, 0755, hutch__agent_start, agent_len) < 0 ||
-	    /* Where the agent records the session's use: root's, sticky
-	     * and writable by all, as /tmp (see agent_mark_used). */
-	    hutch__tar_add(a, use, AE_IFDIR, 01777, NULL, 0) < 0 ||
-	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL, 0) < 0) ||
+	    /* Owned by someone the session's commands never run as: the
+	     * only one who may rename, replace or remove what is in a
+	     * directory (without CAP_FOWNER or CAP_DAC_OVERRIDE, which a
+	     * session does not have) is its owner, and the mount point
+	     * itself cannot be renamed. */
+	    hutch__tar_add_owned(a, ".hutch/", AE_IFDIR, 0755, owner, owner,
+				 NULL, 0) < 0 ||
+	    hutch__tar_add_owned(a, ".hutch/hutch-agent", AE_IFREG, 0755, owner,
+				 owner, hutch__agent_start, agent_len) < 0 ||
+	    /* Where the agent records the session's use: sticky and
+	     * writable by all, as /tmp (see agent_mark_used). */
+	    hutch__tar_add_owned(a, ".hutch/" HUTCH_USE_DIR "/", AE_IFDIR,
+				 01777, owner, owner, NULL, 0) < 0 ||
+	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
+					 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);
 		free(buf);
@@ -82,23 +90,32 @@ static char *agent_archive(const char *prefix, const char *dir, unsigned int uid
 	return buf;
 }
 
+/* Built once per owner: root's, or HUTCH_AGENT_OWNER's. */
+static char *tar_data[2];
+static size_t tar_len[2];
+
 static void build(void)
 {
-	tar_data = agent_archive("", NULL, 0, 0, &tar_len);
+	tar_data[0] = agent_archive(HUTCH_AGENT_OWNER, NULL, 0, 0, &tar_len[0]);
+	tar_data[1] = agent_archive(0, NULL, 0, 0, &tar_len[1]);
 }
 
-char *hutch__agent_tar_with_dir(const char *dir, unsigned int uid, unsigned int gid,
-				size_t *len)
+char *hutch__agent_tar_with_dir(unsigned int owner, const char *dir,
+				unsigned int uid, unsigned int gid, size_t *len)
 {
-	return agent_archive(".hutch/", dir, uid, gid, len); /* HUTCH_AGENT_DIR */
+	return agent_archive(owner, dir, uid, gid, len);
 }
 
-int hutch__agent_tar(const char **data, size_t *len)
+int hutch__agent_tar(unsigned int owner, const char **data, size_t *len)
 {
-	pthread_once(&once, build);
-	if (!tar_data)
+	int i = owner == 0;
+
+	if (owner != 0 && owner != HUTCH_AGENT_OWNER)
 		return -1;
-	*data = tar_data;
-	*len = tar_len;
+	pthread_once(&once, build);
+	if (!tar_data[i])
+		return -1;
+	*data = tar_data[i];
+	*len = tar_len[i];
 	return 0;
 }

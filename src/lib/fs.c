@@ -360,13 +360,7 @@ static int agent_too_old(int code, const char *out, size_t len,
  * point keeps its old inode and nothing is interrupted. */
 static int upgrade_agent(hutch_session *s, hutch_error **err)
 {
-	const char *data;
-	size_t len;
-
-	if (hutch__agent_tar(&data, &len) < 0)
-		return hutch__error_oom(err);
-	return hutch__session_put_tar(s, data, len,
-				      "update the agent in the container", err);
+	return hutch__session_put_agent(s, err);
 }
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,

@@ -1065,18 +1065,6 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what, err);
 }
 
-/* Copy the agent into a created container, before it starts. */
-static int put_agent(hutch_session *s, hutch_error **err)
-{
-	const char *data;
-	size_t len;
-
-	if (hutch__agent_tar(&data, &len) < 0)
-		return hutch__error_oom(err);
-	return hutch__session_put_tar(s, data, len,
-				      "copy the agent into the container", err);
-}
-
 /*
  * Record a use of the session that did not go through the agent (sync-in,
  * sync-out use the archive API): what the agent does for a command, as a
@@ -1131,19 +1119,23 @@ static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 	return ok ? 0 : -1;
 }
 
-/* Docker, read-only root: the archive API refuses "/", so the volume's
- * root is given its owner through a container that is never started. */
-static int own_through_helper(hutch_session *s, const char *tar, size_t len,
+/* Docker, read-only root: the archive API refuses "/", so what must go
+ * there (the agent with its directory's owner, the workspace volume's
+ * owner) goes through a container that is never started and mounts the
+ * same volumes. */
+static int put_through_helper(hutch_session *s, const char *tar, size_t len,
 			      hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *host = json_object_new_object();
 	json_object *mounts = json_object_new_array(), *entry = json_object_new_array();
-	json_object *m = mount_new("volume", s->volume, "/workspace");
+	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
+	json_object *ws = s->workspace ? NULL : mount_new("volume", s->volume, "/workspace");
 	char name[128], hex[25], path[256];
 	int rc;
 
-	if (!body || !host || !mounts || !entry || !m || hutch__random_hex(hex, 9) < 0) {
-		json_object *all[] = { body, host, mounts, entry, m };
+	if (!body || !host || !mounts || !entry || !sys || (!s->workspace && !ws) ||
+	    hutch__random_hex(hex, 9) < 0) {
+		json_object *all[] = { body, host, mounts, entry, sys, ws };
 
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
 			json_object_put(all[i]);
@@ -1151,7 +1143,9 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
 	}
 	snprintf(name, sizeof(name), "hutch_%s_own-%s", s->name, hex);
 	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(mounts, m);
+	json_object_array_add(mounts, sys);
+	if (ws)
+		json_object_array_add(mounts, ws);
 	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
 	json_object_object_add(host, "Mounts", mounts);
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
@@ -1160,11 +1154,11 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
 	json_object_object_add(body, "HostConfig", host);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
 	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
-				"create a helper to own the workspace", err);
+				"create a helper to fill the session's volumes", err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	rc = put_tar_in(s, name, "%2F", "", tar, len, "give the workspace its owner", err);
+	rc = put_tar_in(s, name, "%2F", "", tar, len, "copy the agent into the container", err);
 	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
 	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL, "remove the helper",
 			   NULL);
@@ -1233,40 +1227,98 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	if (!s->read_only)
 		return put_tar_in(s, s->container, "%2F", "", tar, used,
 				  "give the workspace its owner", err);
-	return own_through_helper(s, tar, used, err);
+	return put_through_helper(s, tar, used, err);
+}
+
+/*
+ * The owner of the agent and of /.hutch (agent_blob.h): HUTCH_AGENT_OWNER,
+ * or root for a session whose user may be HUTCH_AGENT_OWNER itself.  A
+ * user given by another name that the image maps to 65534 is not caught
+ * here: "nobody" is the name images give it.
+ */
+static unsigned int agent_owner(const hutch_session *s)
+{
+	const char *user = s->user ? s->user : HUTCH_SESSION_DEFAULT_USER;
+	static const char *const as_owner[] = { "65534", "nobody" };
+
+	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(as_owner); i++) {
+		size_t n = strlen(as_owner[i]);
+
+		if (strncmp(user, as_owner[i], n) == 0 && (user[n] == '\0' || user[n] == ':'))
+			return 0;
+	}
+	return HUTCH_AGENT_OWNER;
+}
+
+/*
+ * Put this library's agent into the session's container (made, running or
+ * stopped), with /.hutch owned by agent_owner(): PUT at "/" with an entry
+ * for ".hutch/" itself, which both engines apply to the volume's root.
+ * With `dir`, a directory of that name owned by uid:gid goes along (the
+ * workspace volume's owner).  Docker refuses "/" on a read-only root: a
+ * helper container takes the archive there.
+ */
+static int put_agent(hutch_session *s, const char *dir, unsigned int uid, unsigned int gid,
+		     hutch_error **err)
+{
+	unsigned int owner = agent_owner(s);
+	const char *data;
+	char *tar = NULL;
+	size_t len;
+	int rc, podman = 1;
+
+	if (dir) {
+		data = tar = hutch__agent_tar_with_dir(owner, dir, uid, gid, &len);
+		if (!tar)
+			return hutch__error_oom(err);
+	} else if (hutch__agent_tar(owner, &data, &len) < 0) {
+		return hutch__error_oom(err);
+	}
+	if (s->read_only && (podman = is_podman(s, err)) < 0) {
+		free(tar);
+		return podman;
+	}
+	if (podman)
+		rc = put_tar_in(s, s->container, "%2F", "", data, len,
+				"copy the agent into the container", err);
+	else
+		rc = put_through_helper(s, data, len, err);
+	free(tar);
+	return rc;
+}
+
+int hutch__session_put_agent(hutch_session *s, hutch_error **err)
+{
+	return put_agent(s, NULL, 0, 0, err);
 }
 
 /*
  * Make a new container ready to start: the agent, and on Docker with a
- * writable root also the workspace volume's owner in the same archive PUT
- * at "/" (Docker gives a new volume the image's /workspace when the
- * container is created, and keeps the owner set now at the start), which
- * saves own_workspace() its request.  Podman: the agent alone (a volume's
- * owner is set when it is made, or once the container runs).
+ * volume workspace also that volume's owner in the same archive (Docker
+ * gives a new volume the image's /workspace when the container is created,
+ * and keeps the owner set now at the start), which saves own_workspace()
+ * its request.  Podman: the agent alone (a volume's owner is set when it
+ * is made, or once the container runs).
  */
 static int prepare(hutch_session *s, hutch_error **err)
 {
-	unsigned int uid, gid;
-	size_t len = 0;
-	char *tar;
-	int rc;
+	unsigned int uid = 0, gid = 0;
+	int rc, with_owner = 0;
 
 	s->owned = 0;
-	if (s->workspace || s->read_only)
-		return put_agent(s, err);
-	rc = is_podman(s, err);
-	if (rc != 0)
-		return rc < 0 ? rc : put_agent(s, err);
-	rc = hutch__session_owner(s, &uid, &gid, err);
-	if (rc < 0)
-		return rc;
-	tar = hutch__agent_tar_with_dir("workspace", uid, gid, &len);
-	if (!tar)
-		return hutch__error_oom(err);
-	rc = put_tar_in(s, s->container, "%2F", "", tar, len,
-			"copy the agent into the container", err);
-	free(tar);
-	if (rc == 0)
+	if (!s->workspace) {
+		rc = is_podman(s, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			rc = hutch__session_owner(s, &uid, &gid, err);
+			if (rc < 0)
+				return rc;
+			with_owner = 1;
+		}
+	}
+	rc = put_agent(s, with_owner ? "workspace" : NULL, uid, gid, err);
+	if (rc == 0 && with_owner)
 		s->owned = 1;
 	return rc;
 }
@@ -1567,7 +1619,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			 * the session's workspace, and the owner of a bind
 			 * mount's directory must never be changed. */
 			if (strcmp(state, "created") == 0)
-				rc = put_agent(s, &lerr);
+				rc = put_agent(s, NULL, 0, 0, &lerr);
 			if (rc >= 0)
 				rc = start(s, &lerr);
 		}
