@@ -16,14 +16,17 @@
 #define HUTCH_USE_DIR "use"
 #define HUTCH_LAST_USED_PATH "/.hutch/use/last-used"
 
-/* A tar archive holding hutch-agent and HUTCH_USE_DIR, to PUT at HUTCH_AGENT_DIR.
- * Built once per process; the bytes are borrowed and live until exit.
- * 0, or -1 when out of memory. */
-int hutch__agent_tar(const char **data, size_t *len);
-/* The same entries under ".hutch/", and a directory `dir` (0755) owned by
- * uid:gid, to PUT at "/": malloc'ed, or NULL when out of memory. */
-char *hutch__agent_tar_with_dir(const char *dir, unsigned int uid, unsigned int gid,
-				size_t *len);
+/* The owner of HUTCH_AGENT_DIR and the agent when the session's user is
+ * root ("nobody"); root's otherwise.  Never the session's user. */
+#define HUTCH_AGENT_OWNER_IF_ROOT 65534u
+unsigned int hutch__agent_owner(unsigned int session_uid);
+
+/* A tar archive to PUT at "/": the directory HUTCH_AGENT_DIR and the agent
+ * (mode 0111), both owned by hutch__agent_owner(session_uid), the directory
+ * HUTCH_USE_DIR in it, and when `dir` is not NULL a directory `dir` (0755)
+ * owned by uid:gid.  malloc'ed, or NULL when out of memory. */
+char *hutch__agent_tar(unsigned int session_uid, const char *dir, unsigned int uid,
+		       unsigned int gid, size_t *len);
 
 struct archive;
 

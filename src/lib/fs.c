@@ -355,18 +355,13 @@ static int agent_too_old(int code, const char *out, size_t len,
 	       (code == 2 && len == 0 && memmem(errdata, errlen, "unknown command", 15));
 }
 
-/* Replace the container's agent with this library's.  The engines unlink
- * an existing file before extracting, so the copy running as the entry
- * point keeps its old inode and nothing is interrupted. */
+/* Replace the container's agent with this library's (owned as
+ * agent_blob.h says).  The engines unlink an existing file before
+ * extracting, so the copy running as the entry point keeps its old inode
+ * and nothing is interrupted. */
 static int upgrade_agent(hutch_session *s, hutch_error **err)
 {
-	const char *data;
-	size_t len;
-
-	if (hutch__agent_tar(&data, &len) < 0)
-		return hutch__error_oom(err);
-	return hutch__session_put_tar(s, data, len,
-				      "update the agent in the container", err);
+	return hutch__session_put_agent(s, err);
 }
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,

@@ -1065,18 +1065,6 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what, err);
 }
 
-/* Copy the agent into a created container, before it starts. */
-static int put_agent(hutch_session *s, hutch_error **err)
-{
-	const char *data;
-	size_t len;
-
-	if (hutch__agent_tar(&data, &len) < 0)
-		return hutch__error_oom(err);
-	return hutch__session_put_tar(s, data, len,
-				      "copy the agent into the container", err);
-}
-
 /*
  * Record a use of the session that did not go through the agent (sync-in,
  * sync-out use the archive API): what the agent does for a command, as a
@@ -1131,19 +1119,23 @@ static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 	return ok ? 0 : -1;
 }
 
-/* Docker, read-only root: the archive API refuses "/", so the volume's
- * root is given its owner through a container that is never started. */
-static int own_through_helper(hutch_session *s, const char *tar, size_t len,
-			      hutch_error **err)
+/* Docker, read-only root: the archive API refuses "/", so the archive
+ * goes in through a container that is never started, with the session's
+ * system volume at HUTCH_AGENT_DIR and, with `workspace`, its workspace
+ * volume at /workspace, the same as the session's container. */
+static int put_through_helper(hutch_session *s, const char *tar, size_t len,
+			      int workspace, const char *what, hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *host = json_object_new_object();
 	json_object *mounts = json_object_new_array(), *entry = json_object_new_array();
-	json_object *m = mount_new("volume", s->volume, "/workspace");
+	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
+	json_object *m = workspace ? mount_new("volume", s->volume, "/workspace") : NULL;
 	char name[128], hex[25], path[256];
 	int rc;
 
-	if (!body || !host || !mounts || !entry || !m || hutch__random_hex(hex, 9) < 0) {
-		json_object *all[] = { body, host, mounts, entry, m };
+	if (!body || !host || !mounts || !entry || !sys || (workspace && !m) ||
+	    hutch__random_hex(hex, 9) < 0) {
+		json_object *all[] = { body, host, mounts, entry, sys, m };
 
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
 			json_object_put(all[i]);
@@ -1151,7 +1143,9 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
 	}
 	snprintf(name, sizeof(name), "hutch_%s_own-%s", s->name, hex);
 	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(mounts, m);
+	json_object_array_add(mounts, sys);
+	if (m)
+		json_object_array_add(mounts, m);
 	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
 	json_object_object_add(host, "Mounts", mounts);
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
@@ -1160,15 +1154,59 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
 	json_object_object_add(body, "HostConfig", host);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
 	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
-				"create a helper to own the workspace", err);
+				"create a helper to prepare the session's volumes", err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	rc = put_tar_in(s, name, "%2F", "", tar, len, "give the workspace its owner", err);
+	rc = put_tar_in(s, name, "%2F", "", tar, len, what, err);
 	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
 	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL, "remove the helper",
 			   NULL);
 	return rc;
+}
+
+/*
+ * Put the agent (hutch__agent_tar) into the session's container, and with
+ * `workspace` the workspace volume's owner in the same archive (Docker).
+ * The archive is PUT at "/", as only there does an entry set the owner of
+ * HUTCH_AGENT_DIR, the system volume's own root (measured: Docker 20.10
+ * and Podman 4.3 apply a ".hutch/" entry's owner there; both ignore a "."
+ * entry PUT at /.hutch).  That owner is what keeps the session from
+ * replacing the agent, see agent_blob.c.  On Docker with a read-only root
+ * it goes through a helper container.  The engines unlink an existing
+ * file before extracting, so an agent running as the entry point keeps its
+ * old inode and nothing is interrupted.
+ */
+static int install_agent(hutch_session *s, int workspace, const char *what,
+			 hutch_error **err)
+{
+	unsigned int uid, gid;
+	size_t len = 0;
+	char *tar;
+	int rc, podman;
+
+	/* The session's uid by number, through the image's passwd for a
+	 * name: the agent's owner must not be it (hutch__agent_owner). */
+	rc = hutch__session_owner(s, &uid, &gid, err);
+	if (rc < 0)
+		return rc;
+	podman = is_podman(s, err);
+	if (podman < 0)
+		return podman;
+	tar = hutch__agent_tar(uid, workspace ? "workspace" : NULL, uid, gid, &len);
+	if (!tar)
+		return hutch__error_oom(err);
+	if (podman || !s->read_only)
+		rc = put_tar_in(s, s->container, "%2F", "", tar, len, what, err);
+	else
+		rc = put_through_helper(s, tar, len, workspace, what, err);
+	free(tar);
+	return rc;
+}
+
+int hutch__session_put_agent(hutch_session *s, hutch_error **err)
+{
+	return install_agent(s, 0, "update the agent in the container", err);
 }
 
 /*
@@ -1179,10 +1217,11 @@ static int own_through_helper(hutch_session *s, const char *tar, size_t len,
  * default user, or the caller chose).
  *
  * The engines disagree on how: Docker applies the owner of a "workspace"
- * entry PUT at "/" but ignores a "." entry and refuses "/" on a read-only
- * root; Podman ignores the former and applies the container user to a
- * "./" entry with copyUIDGID=1 (measured: Docker 20.10, Podman 4.3).
- * Done once the container runs: at its first start Podman gives a new
+ * entry PUT at "/" (prepare() puts one in the agent's archive, through a
+ * helper on a read-only root) but ignores a "." entry; Podman ignores the
+ * former and applies the container user to a "./" entry with
+ * copyUIDGID=1 (measured: Docker 20.10, Podman 4.3).  On Podman this is
+ * done once the container runs: at its first start Podman gives a new
  * volume the owner of the directory it is mounted on (root's /workspace,
  * made for the working directory), undoing an earlier change.
  */
@@ -1213,8 +1252,9 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	unsigned int uid, gid;
 	char tar[8192];
 	size_t used = 0;
-	int rc, podman;
+	int rc;
 
+	/* Docker: done by prepare(), in the agent's archive. */
 	if (s->workspace || s->owned)
 		return 0;
 	rc = hutch__session_owner(s, &uid, &gid, err);
@@ -1222,51 +1262,31 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 		return rc;
 	if (s->vol_uid == (long)uid && s->vol_gid == (long)gid)
 		return 0; /* the engine made the volume with this owner */
-	podman = is_podman(s, err);
-	if (podman < 0)
-		return podman;
-	if (dir_tar(tar, sizeof(tar), &used, podman ? "./" : "workspace", uid, gid) < 0)
+	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
-	if (podman)
-		return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
-				  "give the workspace its owner", err);
-	if (!s->read_only)
-		return put_tar_in(s, s->container, "%2F", "", tar, used,
-				  "give the workspace its owner", err);
-	return own_through_helper(s, tar, used, err);
+	return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
+			  "give the workspace its owner", err);
 }
 
 /*
- * Make a new container ready to start: the agent, and on Docker with a
- * writable root also the workspace volume's owner in the same archive PUT
- * at "/" (Docker gives a new volume the image's /workspace when the
- * container is created, and keeps the owner set now at the start), which
- * saves own_workspace() its request.  Podman: the agent alone (a volume's
- * owner is set when it is made, or once the container runs).
+ * Make a new container ready to start: the agent, and on Docker also the
+ * workspace volume's owner in the same archive (Docker gives a new volume
+ * the image's /workspace when the container is created, and keeps the
+ * owner set now at the start), which saves own_workspace() its request.
+ * Podman: the agent alone (a volume's owner is set when it is made, or
+ * once the container runs).
  */
 static int prepare(hutch_session *s, hutch_error **err)
 {
-	unsigned int uid, gid;
-	size_t len = 0;
-	char *tar;
-	int rc;
+	int rc, podman;
 
 	s->owned = 0;
-	if (s->workspace || s->read_only)
-		return put_agent(s, err);
-	rc = is_podman(s, err);
-	if (rc != 0)
-		return rc < 0 ? rc : put_agent(s, err);
-	rc = hutch__session_owner(s, &uid, &gid, err);
-	if (rc < 0)
-		return rc;
-	tar = hutch__agent_tar_with_dir("workspace", uid, gid, &len);
-	if (!tar)
-		return hutch__error_oom(err);
-	rc = put_tar_in(s, s->container, "%2F", "", tar, len,
-			"copy the agent into the container", err);
-	free(tar);
-	if (rc == 0)
+	podman = is_podman(s, err);
+	if (podman < 0)
+		return podman;
+	rc = install_agent(s, !s->workspace && !podman, "copy the agent into the container",
+			   err);
+	if (rc == 0 && !s->workspace && !podman)
 		s->owned = 1;
 	return rc;
 }
@@ -1567,7 +1587,8 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			 * the session's workspace, and the owner of a bind
 			 * mount's directory must never be changed. */
 			if (strcmp(state, "created") == 0)
-				rc = put_agent(s, &lerr);
+				rc = install_agent(s, 0, "copy the agent into the container",
+						   &lerr);
 			if (rc >= 0)
 				rc = start(s, &lerr);
 		}
