@@ -936,16 +936,31 @@ static json_object *create_body(const hutch_session *s)
 	json_object *mounts = json_object_new_array(), *drop = json_object_new_array();
 	json_object *add = json_object_new_array(), *secopt = json_object_new_array();
 	json_object *labels = labels_new(s, (long long)time(NULL));
-	json_object *ws = mount_new(s->workspace ? "bind" : "volume",
-				    s->workspace ? s->workspace : s->volume, "/workspace");
+	/*
+	 * A host directory is mounted nosuid,nodev where the engine takes it:
+	 * Podman does in Binds ("SRC:DST:OPTIONS", so not for a path with a
+	 * ':'); Docker 20.10 takes no such option at all.  That only holds
+	 * inside the container, where no-new-privileges already ignores
+	 * set-id bits: the host runs a file through its own mount.  What keeps
+	 * set-id files and device nodes out of a host directory is the
+	 * agent's seccomp filter (src/agent/seccomp.c).
+	 */
+	int binds = s->workspace && s->podman == 1 && !strchr(s->workspace, ':');
+	json_object *ws = binds ? json_object_new_array()
+				: mount_new(s->workspace ? "bind" : "volume",
+					    s->workspace ? s->workspace : s->volume, "/workspace");
 	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
 	int no_net = strcmp(s->network, "none") == 0;
+	char *bind = NULL;
 
+	if (binds && asprintf(&bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0)
+		bind = NULL;
 	if (!body || !host || !entry || !env || !mounts || !drop || !add || !secopt ||
-	    !labels || !ws || !sys) {
+	    !labels || !ws || !sys || (binds && !bind)) {
 		json_object *all[] = { body, host, entry, env, mounts, drop, add, secopt,
 				       labels, ws, sys };
 
+		free(bind);
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
 			json_object_put(all[i]);
 		return NULL;
@@ -957,7 +972,13 @@ static json_object *create_body(const hutch_session *s)
 	for (size_t i = 0; i < s->env_count; i++)
 		json_object_array_add(env, json_object_new_string(s->env[i]));
 
-	json_object_array_add(mounts, ws);
+	if (binds) {
+		json_object_array_add(ws, json_object_new_string(bind));
+		json_object_object_add(host, "Binds", ws);
+		free(bind);
+	} else {
+		json_object_array_add(mounts, ws);
+	}
 	/* The agent and the file tools' staging directory live in a volume
 	 * of their own: the archive API writes into volumes even when the
 	 * root filesystem is read-only (Docker refuses the root then), and
@@ -1399,6 +1420,12 @@ static int create_container(hutch_session *s, hutch_error **err)
 	rc = ensure_sysvol(s, err);
 	if (rc < 0)
 		return rc;
+	/* create_body() mounts a host workspace as Podman or Docker takes it. */
+	if (s->workspace) {
+		rc = is_podman(s, err);
+		if (rc < 0)
+			return rc;
+	}
 	body = create_body(s);
 	if (!body)
 		return hutch__error_oom(err);
