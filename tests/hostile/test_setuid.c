@@ -19,9 +19,11 @@
  * The probe making the raw syscalls is a tiny static program built here
  * with the host's cc and copied into DIR, so it runs in any image.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,16 +142,45 @@ static const char probe_src[] =
 	"	return 2;\n"
 	"}\n";
 
-/* The session's host directory: made, given to `owner`, the probe built
+/*
+ * Remove what failed runs left: a test that stops half-way (on a build
+ * that lets set-id files through) leaves its directory, holding set-uid
+ * files.  Directories are named after the Criterion runner's pid, so only
+ * those of runs that have ended are touched, never a running test's.
+ */
+static void remove_stale(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	char cmd[PATH_MAX + 32];
+	long pid;
+
+	while (d && (e = readdir(d)))
+		if (sscanf(e->d_name, "hutch-hostile-setuid-%ld-", &pid) == 1 &&
+		    pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(cmd, sizeof(cmd), "rm -rf '/tmp/%s'",
+				 e->d_name);
+			cr_expect_eq(system(cmd), 0, "%s", cmd);
+		}
+	if (d)
+		closedir(d);
+}
+
+/* The session's host directory, in `dir`: made (0700, so that what a
+ * failed run leaves is no one else's), given to `owner`, the probe built
  * into it. */
-static void make_workspace(char *dir, uid_t owner)
+static void make_workspace(char *dir, size_t cap, uid_t owner)
 {
 	char src[] = "/tmp/hutch-probe-XXXXXX.c", cmd[2 * PATH_MAX];
 	FILE *f;
 	int fd;
 
+	remove_stale();
+	/* The runner is the parent of the test workers (it_run_prefix). */
+	snprintf(dir, cap, "/tmp/hutch-hostile-setuid-%ld-XXXXXX",
+		 (long)getppid());
 	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-	cr_assert_eq(chmod(dir, 0755), 0);
+	cr_assert_eq(chmod(dir, 0700), 0);
 	cr_assert_eq(chown(dir, owner, owner), 0, "chown: %s", strerror(errno));
 	fd = mkstemps(src, 2);
 	cr_assert_geq(fd, 0);
@@ -305,9 +336,9 @@ static void set_id_attempts(const char *s, const char *dir)
 IT_TEST(setuid, root_plants_no_set_id_file_in_a_host_workspace)
 {
 	const char *s = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX";
+	char dir[PATH_MAX];
 
-	make_workspace(dir, 0);
+	make_workspace(dir, sizeof(dir), 0);
 	up(s, dir, 1, NULL);
 	set_id_attempts(s, dir);
 	remove_workspace(dir);
@@ -318,9 +349,9 @@ IT_TEST(setuid, root_plants_no_set_id_file_in_a_host_workspace)
 IT_TEST(setuid, user_plants_no_set_id_file_in_a_host_workspace)
 {
 	const char *s = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX";
+	char dir[PATH_MAX];
 
-	make_workspace(dir, 1000);
+	make_workspace(dir, sizeof(dir), 1000);
 	up(s, dir, 0, NULL);
 	set_id_attempts(s, dir);
 	remove_workspace(dir);
@@ -331,10 +362,10 @@ IT_TEST(setuid, user_plants_no_set_id_file_in_a_host_workspace)
 IT_TEST(setuid, no_device_node_in_a_host_workspace)
 {
 	const char *s = it_session(), *s2 = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX";
-	char dir2[] = "/tmp/hutch-hostile-setuid-XXXXXX";
+	char dir[PATH_MAX];
+	char dir2[PATH_MAX];
 
-	make_workspace(dir, 0);
+	make_workspace(dir, sizeof(dir), 0);
 	up(s, dir, 1, "MKNOD");
 	refused(s, EPERM_TEXT, "mknod", "/workspace/null", "c", "1", "3");
 	refused(s, EPERM_TEXT, "mknod", "/workspace/sda", "b", "8", "0");
@@ -344,7 +375,7 @@ IT_TEST(setuid, no_device_node_in_a_host_workspace)
 	cr_assert(S_ISFIFO(host_mode(dir, "fifo")));
 	remove_workspace(dir);
 
-	make_workspace(dir2, 1000);
+	make_workspace(dir2, sizeof(dir2), 1000);
 	up(s2, dir2, 0, NULL);
 	refused(s2, EPERM_TEXT, "mknod", "/workspace/wh", "c", "0", "0");
 	host_clean(dir2);
@@ -356,13 +387,13 @@ IT_TEST(setuid, no_device_node_in_a_host_workspace)
 IT_TEST(setuid, root_cannot_replace_the_agent)
 {
 	const char *s = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX";
+	char dir[PATH_MAX];
 	const char *fake =
 		"printf '#!/bin/sh\\nwhile [ \"$1\" != -- ]; do shift; done; shift;"
 		" exec \"$@\"\\n' >/workspace/fake && chmod 755 /workspace/fake";
 	it_result r;
 
-	make_workspace(dir, 0);
+	make_workspace(dir, sizeof(dir), 0);
 	up(s, dir, 1, NULL);
 	sh_ok(s, fake);
 	sh_ok(s, "touch /workspace/f");
@@ -405,12 +436,12 @@ IT_TEST(setuid, root_cannot_replace_the_agent)
 IT_TEST(setuid, a_command_cannot_ptrace_the_agent)
 {
 	const char *s = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX";
+	char dir[PATH_MAX];
 	const char *sleeper[] = { "exec", s, "--", "sleep", "97", NULL };
 	it_proc p;
 	it_result r, bg;
 
-	make_workspace(dir, 1000);
+	make_workspace(dir, sizeof(dir), 1000);
 	up(s, dir, 0, NULL);
 	it_spawn(&p, NULL, sleeper);
 	r = it_hutch("exec", s, "--", "/workspace/probe", "ptrace", "97", NULL);
@@ -432,11 +463,11 @@ IT_TEST(setuid, a_command_cannot_ptrace_the_agent)
 IT_TEST(setuid, file_tools_drop_set_id_bits_they_find)
 {
 	const char *s = it_session();
-	char dir[] = "/tmp/hutch-hostile-setuid-XXXXXX", path[PATH_MAX + 16];
+	char dir[PATH_MAX], path[PATH_MAX + 16];
 	FILE *f;
 	it_result r;
 
-	make_workspace(dir, 0);
+	make_workspace(dir, sizeof(dir), 0);
 	snprintf(path, sizeof(path), "%s/tool", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
