@@ -46,6 +46,13 @@
 void agent_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool agent_tag_valid(const char *tag);
 
+/*
+ * seccomp.c: install the filter that refuses set-id bits and device nodes
+ * (chmod family, creating opens, mknod) to this process and everything it
+ * will start.  0, or -errno when the kernel refused it.
+ */
+int agent_seccomp_install(void);
+
 /* Subcommands: argv[0] is the subcommand name; return the exit code. */
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);

@@ -548,15 +548,18 @@ static void temp_name(char *out, size_t cap, const char *name)
  * renameat(): readers see the old file or the new one, never a mix.  The
  * rename replaces whatever is at @name then, even a symlink swapped in,
  * without following it, and @dirfd is the directory we resolved, so the
- * write cannot land outside.  @old: the file being replaced (mode and
- * owner kept) or NULL.  Returns 0 or -errno; the temp file never stays.
+ * write cannot land outside.  @old: the file being replaced (mode, less
+ * set-id bits, and owner kept) or NULL.  Returns 0 or -errno; the temp file never stays.
  */
 static int replace_file(int dirfd, const char *name, int src_fd,
 			const char *data, size_t len, const struct stat *old,
 			mode_t *mode_out, unsigned long long *bytes)
 {
 	char tmp[NAME_MAX + 1], buf[CHUNK];
-	mode_t mode = old ? old->st_mode & 07777 : 0644;
+	/* The old file's mode without its set-id bits: the kernel drops them
+	 * when a file is written without CAP_FSETID, and the agent's seccomp
+	 * filter refuses to set them (the fchmod below would fail). */
+	mode_t mode = old ? old->st_mode & 01777 : 0644;
 	size_t off = 0;
 	struct stat st;
 	ssize_t n, w;

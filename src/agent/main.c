@@ -136,6 +136,22 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < N_COMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name)) {
+			/*
+			 * Before anything else, whatever the command: PID 1,
+			 * every command and every file tool, and all they
+			 * start, run under the filter.  Without it nothing
+			 * runs (a session whose PID 1 cannot install it does
+			 * not start), as the workspace may be a host
+			 * directory that a set-id file would open up.
+			 */
+			int rc = agent_seccomp_install();
+
+			if (rc < 0) {
+				agent_err("cannot install the seccomp filter that keeps "
+					  "set-id files and device nodes out of the "
+					  "workspace: %s", strerror(-rc));
+				return AGENT_EXIT_INTERNAL;
+			}
 			if (commands[i].use)
 				agent_mark_used();
 			return commands[i].fn(argc - 1, argv + 1);

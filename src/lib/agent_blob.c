@@ -1,7 +1,6 @@
 /*
  * agent_blob.c - the agent as a tar archive for the engine's archive API
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +13,6 @@
 
 extern const char hutch__agent_start[];
 extern const char hutch__agent_end[];
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 int hutch__tar_add(struct archive *a, const char *path, mode_t type,
 		   mode_t perm, const char *data, size_t len)
@@ -46,13 +43,25 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
 }
 
 /*
- * The agent's archive, to PUT at "/": the directory ".hutch/" itself (the
- * system volume's root), the agent and its use directory, all owned by
- * `owner`; and the entry `dir` owned by uid:gid when it is not NULL.  A
- * malloc'ed archive.
+ * The agent's archive, to PUT at "/" (see agent_blob.h).  Why the owner
+ * and the modes:
+ *   - HUTCH_AGENT_DIR and the agent belong to `owner`, a user the session
+ *     does not run as, and neither is writable by others: a command cannot
+ *     rename the agent away and put its own in its place (that needs write
+ *     access to the directory), write it, or chmod either (that needs to
+ *     own them; the session has no CAP_FOWNER).  The engine starts the
+ *     agent for every command, and the agent installs the seccomp filter
+ *     (src/agent/seccomp.c) before it runs anything, so replacing it would
+ *     run the next command without the filter.
+ *   - The agent is 0111, executable and not readable: the kernel makes a
+ *     process whose executable it cannot read undumpable from its execve on,
+ *     so a command cannot ptrace the agent (or write its memory) in the
+ *     instant before the filter is in place.
+ *   - HUTCH_USE_DIR is root's, sticky and writable by all, as /tmp (see
+ *     agent_mark_used).
  */
-static char *agent_archive(unsigned int owner, const char *dir,
-			   unsigned int uid, unsigned int gid, size_t *len)
+static char *agent_archive(unsigned int owner, const char *dir, unsigned int uid,
+			   unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
 	/* A ustar archive is the file plus headers, padded to 10 KiB. */
@@ -64,23 +73,17 @@ static char *agent_archive(unsigned int owner, const char *dir,
 	if (!buf)
 		return NULL;
 	a = archive_write_new();
-	if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	if (!a ||
+	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, len) != ARCHIVE_OK ||
-	    /* Owned by someone the session's commands never run as: the
-	     * only one who may rename, replace or remove what is in a
-	     * directory (without CAP_FOWNER or CAP_DAC_OVERRIDE, which a
-	     * session does not have) is its owner, and the mount point
-	     * itself cannot be renamed. */
-	    hutch__tar_add_owned(a, ".hutch/", AE_IFDIR, 0755, owner, owner,
+	    /* Names relative to "/": "HUTCH_AGENT_DIR + 1" drops the '/'. */
+	    hutch__tar_add_owned(a, HUTCH_AGENT_DIR + 1, AE_IFDIR, 0755, owner, owner,
 				 NULL, 0) < 0 ||
-	    hutch__tar_add_owned(a, ".hutch/hutch-agent", AE_IFREG, 0755, owner,
-				 owner, hutch__agent_start, agent_len) < 0 ||
-	    /* Where the agent records the session's use: sticky and
-	     * writable by all, as /tmp (see agent_mark_used). */
-	    hutch__tar_add_owned(a, ".hutch/" HUTCH_USE_DIR "/", AE_IFDIR,
-				 01777, owner, owner, NULL, 0) < 0 ||
-	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
-					 0) < 0) ||
+	    hutch__tar_add_owned(a, HUTCH_AGENT_PATH + 1, AE_IFREG, 0111, owner, owner,
+				 hutch__agent_start, agent_len) < 0 ||
+	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR, 01777,
+			   NULL, 0) < 0 ||
+	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL, 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);
 		free(buf);
@@ -90,32 +93,13 @@ static char *agent_archive(unsigned int owner, const char *dir,
 	return buf;
 }
 
-/* Built once per owner: root's, or HUTCH_AGENT_OWNER's. */
-static char *tar_data[2];
-static size_t tar_len[2];
-
-static void build(void)
+unsigned int hutch__agent_owner(unsigned int session_uid)
 {
-	tar_data[0] = agent_archive(HUTCH_AGENT_OWNER, NULL, 0, 0, &tar_len[0]);
-	tar_data[1] = agent_archive(0, NULL, 0, 0, &tar_len[1]);
+	return session_uid == 0 ? HUTCH_AGENT_OWNER_IF_ROOT : 0;
 }
 
-char *hutch__agent_tar_with_dir(unsigned int owner, const char *dir,
-				unsigned int uid, unsigned int gid, size_t *len)
+char *hutch__agent_tar(unsigned int session_uid, const char *dir, unsigned int uid,
+		       unsigned int gid, size_t *len)
 {
-	return agent_archive(owner, dir, uid, gid, len);
-}
-
-int hutch__agent_tar(unsigned int owner, const char **data, size_t *len)
-{
-	int i = owner == 0;
-
-	if (owner != 0 && owner != HUTCH_AGENT_OWNER)
-		return -1;
-	pthread_once(&once, build);
-	if (!tar_data[i])
-		return -1;
-	*data = tar_data[i];
-	*len = tar_len[i];
-	return 0;
+	return agent_archive(hutch__agent_owner(session_uid), dir, uid, gid, len);
 }

@@ -16,25 +16,17 @@
 #define HUTCH_USE_DIR "use"
 #define HUTCH_LAST_USED_PATH "/.hutch/use/last-used"
 
-/*
- * The owner of /.hutch, the agent and its use directory: never the uid the
- * session's commands run as (the session library picks 0 for a session of
- * this uid), so that no command, not even one running as root without
- * capabilities, can replace or remove the agent that runs every later
- * command and file tool.
- */
-#define HUTCH_AGENT_OWNER 65534u
+/* The owner of HUTCH_AGENT_DIR and the agent when the session's user is
+ * root ("nobody"); root's otherwise.  Never the session's user. */
+#define HUTCH_AGENT_OWNER_IF_ROOT 65534u
+unsigned int hutch__agent_owner(unsigned int session_uid);
 
-/* A tar archive to PUT at "/": the directory .hutch/ (the system
- * volume's root), .hutch/hutch-agent and .hutch/HUTCH_USE_DIR/, owned by
- * `owner` (0 or HUTCH_AGENT_OWNER).  Built once per process; the bytes
- * are borrowed and live until exit.  0, or -1 when out of memory. */
-int hutch__agent_tar(unsigned int owner, const char **data, size_t *len);
-/* The same entries, and a directory `dir` (0755) owned by uid:gid:
- * malloc'ed, or NULL when out of memory. */
-char *hutch__agent_tar_with_dir(unsigned int owner, const char *dir,
-				unsigned int uid, unsigned int gid,
-				size_t *len);
+/* A tar archive to PUT at "/": the directory HUTCH_AGENT_DIR and the agent
+ * (mode 0111), both owned by hutch__agent_owner(session_uid), the directory
+ * HUTCH_USE_DIR in it, and when `dir` is not NULL a directory `dir` (0755)
+ * owned by uid:gid.  malloc'ed, or NULL when out of memory. */
+char *hutch__agent_tar(unsigned int session_uid, const char *dir, unsigned int uid,
+		       unsigned int gid, size_t *len);
 
 struct archive;
 

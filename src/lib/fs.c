@@ -355,9 +355,10 @@ static int agent_too_old(int code, const char *out, size_t len,
 	       (code == 2 && len == 0 && memmem(errdata, errlen, "unknown command", 15));
 }
 
-/* Replace the container's agent with this library's.  The engines unlink
- * an existing file before extracting, so the copy running as the entry
- * point keeps its old inode and nothing is interrupted. */
+/* Replace the container's agent with this library's (owned as
+ * agent_blob.h says).  The engines unlink an existing file before
+ * extracting, so the copy running as the entry point keeps its old inode
+ * and nothing is interrupted. */
 static int upgrade_agent(hutch_session *s, hutch_error **err)
 {
 	return hutch__session_put_agent(s, err);

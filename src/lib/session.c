@@ -936,16 +936,31 @@ static json_object *create_body(const hutch_session *s)
 	json_object *mounts = json_object_new_array(), *drop = json_object_new_array();
 	json_object *add = json_object_new_array(), *secopt = json_object_new_array();
 	json_object *labels = labels_new(s, (long long)time(NULL));
-	json_object *ws = mount_new(s->workspace ? "bind" : "volume",
-				    s->workspace ? s->workspace : s->volume, "/workspace");
+	/*
+	 * A host directory is mounted nosuid,nodev where the engine takes it:
+	 * Podman does in Binds ("SRC:DST:OPTIONS", so not for a path with a
+	 * ':'); Docker 20.10 takes no such option at all.  That only holds
+	 * inside the container, where no-new-privileges already ignores
+	 * set-id bits: the host runs a file through its own mount.  What keeps
+	 * set-id files and device nodes out of a host directory is the
+	 * agent's seccomp filter (src/agent/seccomp.c).
+	 */
+	int binds = s->workspace && s->podman == 1 && !strchr(s->workspace, ':');
+	json_object *ws = binds ? json_object_new_array()
+				: mount_new(s->workspace ? "bind" : "volume",
+					    s->workspace ? s->workspace : s->volume, "/workspace");
 	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
 	int no_net = strcmp(s->network, "none") == 0;
+	char *bind = NULL;
 
+	if (binds && asprintf(&bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0)
+		bind = NULL;
 	if (!body || !host || !entry || !env || !mounts || !drop || !add || !secopt ||
-	    !labels || !ws || !sys) {
+	    !labels || !ws || !sys || (binds && !bind)) {
 		json_object *all[] = { body, host, entry, env, mounts, drop, add, secopt,
 				       labels, ws, sys };
 
+		free(bind);
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
 			json_object_put(all[i]);
 		return NULL;
@@ -957,7 +972,13 @@ static json_object *create_body(const hutch_session *s)
 	for (size_t i = 0; i < s->env_count; i++)
 		json_object_array_add(env, json_object_new_string(s->env[i]));
 
-	json_object_array_add(mounts, ws);
+	if (binds) {
+		json_object_array_add(ws, json_object_new_string(bind));
+		json_object_object_add(host, "Binds", ws);
+		free(bind);
+	} else {
+		json_object_array_add(mounts, ws);
+	}
 	/* The agent and the file tools' staging directory live in a volume
 	 * of their own: the archive API writes into volumes even when the
 	 * root filesystem is read-only (Docker refuses the root then), and
@@ -1119,23 +1140,23 @@ static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 	return ok ? 0 : -1;
 }
 
-/* Docker, read-only root: the archive API refuses "/", so what must go
- * there (the agent with its directory's owner, the workspace volume's
- * owner) goes through a container that is never started and mounts the
- * same volumes. */
+/* Docker, read-only root: the archive API refuses "/", so the archive
+ * goes in through a container that is never started, with the session's
+ * system volume at HUTCH_AGENT_DIR and, with `workspace`, its workspace
+ * volume at /workspace, the same as the session's container. */
 static int put_through_helper(hutch_session *s, const char *tar, size_t len,
-			      hutch_error **err)
+			      int workspace, const char *what, hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *host = json_object_new_object();
 	json_object *mounts = json_object_new_array(), *entry = json_object_new_array();
 	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
-	json_object *ws = s->workspace ? NULL : mount_new("volume", s->volume, "/workspace");
+	json_object *m = workspace ? mount_new("volume", s->volume, "/workspace") : NULL;
 	char name[128], hex[25], path[256];
 	int rc;
 
-	if (!body || !host || !mounts || !entry || !sys || (!s->workspace && !ws) ||
+	if (!body || !host || !mounts || !entry || !sys || (workspace && !m) ||
 	    hutch__random_hex(hex, 9) < 0) {
-		json_object *all[] = { body, host, mounts, entry, sys, ws };
+		json_object *all[] = { body, host, mounts, entry, sys, m };
 
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
 			json_object_put(all[i]);
@@ -1144,8 +1165,8 @@ static int put_through_helper(hutch_session *s, const char *tar, size_t len,
 	snprintf(name, sizeof(name), "hutch_%s_own-%s", s->name, hex);
 	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
 	json_object_array_add(mounts, sys);
-	if (ws)
-		json_object_array_add(mounts, ws);
+	if (m)
+		json_object_array_add(mounts, m);
 	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
 	json_object_object_add(host, "Mounts", mounts);
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
@@ -1154,15 +1175,59 @@ static int put_through_helper(hutch_session *s, const char *tar, size_t len,
 	json_object_object_add(body, "HostConfig", host);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
 	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
-				"create a helper to fill the session's volumes", err);
+				"create a helper to prepare the session's volumes", err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	rc = put_tar_in(s, name, "%2F", "", tar, len, "copy the agent into the container", err);
+	rc = put_tar_in(s, name, "%2F", "", tar, len, what, err);
 	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
 	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL, "remove the helper",
 			   NULL);
 	return rc;
+}
+
+/*
+ * Put the agent (hutch__agent_tar) into the session's container, and with
+ * `workspace` the workspace volume's owner in the same archive (Docker).
+ * The archive is PUT at "/", as only there does an entry set the owner of
+ * HUTCH_AGENT_DIR, the system volume's own root (measured: Docker 20.10
+ * and Podman 4.3 apply a ".hutch/" entry's owner there; both ignore a "."
+ * entry PUT at /.hutch).  That owner is what keeps the session from
+ * replacing the agent, see agent_blob.c.  On Docker with a read-only root
+ * it goes through a helper container.  The engines unlink an existing
+ * file before extracting, so an agent running as the entry point keeps its
+ * old inode and nothing is interrupted.
+ */
+static int install_agent(hutch_session *s, int workspace, const char *what,
+			 hutch_error **err)
+{
+	unsigned int uid, gid;
+	size_t len = 0;
+	char *tar;
+	int rc, podman;
+
+	/* The session's uid by number, through the image's passwd for a
+	 * name: the agent's owner must not be it (hutch__agent_owner). */
+	rc = hutch__session_owner(s, &uid, &gid, err);
+	if (rc < 0)
+		return rc;
+	podman = is_podman(s, err);
+	if (podman < 0)
+		return podman;
+	tar = hutch__agent_tar(uid, workspace ? "workspace" : NULL, uid, gid, &len);
+	if (!tar)
+		return hutch__error_oom(err);
+	if (podman || !s->read_only)
+		rc = put_tar_in(s, s->container, "%2F", "", tar, len, what, err);
+	else
+		rc = put_through_helper(s, tar, len, workspace, what, err);
+	free(tar);
+	return rc;
+}
+
+int hutch__session_put_agent(hutch_session *s, hutch_error **err)
+{
+	return install_agent(s, 0, "update the agent in the container", err);
 }
 
 /*
@@ -1173,10 +1238,11 @@ static int put_through_helper(hutch_session *s, const char *tar, size_t len,
  * default user, or the caller chose).
  *
  * The engines disagree on how: Docker applies the owner of a "workspace"
- * entry PUT at "/" but ignores a "." entry and refuses "/" on a read-only
- * root; Podman ignores the former and applies the container user to a
- * "./" entry with copyUIDGID=1 (measured: Docker 20.10, Podman 4.3).
- * Done once the container runs: at its first start Podman gives a new
+ * entry PUT at "/" (prepare() puts one in the agent's archive, through a
+ * helper on a read-only root) but ignores a "." entry; Podman ignores the
+ * former and applies the container user to a "./" entry with
+ * copyUIDGID=1 (measured: Docker 20.10, Podman 4.3).  On Podman this is
+ * done once the container runs: at its first start Podman gives a new
  * volume the owner of the directory it is mounted on (root's /workspace,
  * made for the working directory), undoing an earlier change.
  */
@@ -1207,8 +1273,9 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	unsigned int uid, gid;
 	char tar[8192];
 	size_t used = 0;
-	int rc, podman;
+	int rc;
 
+	/* Docker: done by prepare(), in the agent's archive. */
 	if (s->workspace || s->owned)
 		return 0;
 	rc = hutch__session_owner(s, &uid, &gid, err);
@@ -1216,109 +1283,31 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 		return rc;
 	if (s->vol_uid == (long)uid && s->vol_gid == (long)gid)
 		return 0; /* the engine made the volume with this owner */
-	podman = is_podman(s, err);
-	if (podman < 0)
-		return podman;
-	if (dir_tar(tar, sizeof(tar), &used, podman ? "./" : "workspace", uid, gid) < 0)
+	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
-	if (podman)
-		return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
-				  "give the workspace its owner", err);
-	if (!s->read_only)
-		return put_tar_in(s, s->container, "%2F", "", tar, used,
-				  "give the workspace its owner", err);
-	return put_through_helper(s, tar, used, err);
+	return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
+			  "give the workspace its owner", err);
 }
 
 /*
- * The owner of the agent and of /.hutch (agent_blob.h): HUTCH_AGENT_OWNER,
- * or root for a session whose user may be HUTCH_AGENT_OWNER itself.  A
- * user given by another name that the image maps to 65534 is not caught
- * here: "nobody" is the name images give it.
- */
-static unsigned int agent_owner(const hutch_session *s)
-{
-	const char *user = s->user ? s->user : HUTCH_SESSION_DEFAULT_USER;
-	static const char *const as_owner[] = { "65534", "nobody" };
-
-	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(as_owner); i++) {
-		size_t n = strlen(as_owner[i]);
-
-		if (strncmp(user, as_owner[i], n) == 0 && (user[n] == '\0' || user[n] == ':'))
-			return 0;
-	}
-	return HUTCH_AGENT_OWNER;
-}
-
-/*
- * Put this library's agent into the session's container (made, running or
- * stopped), with /.hutch owned by agent_owner(): PUT at "/" with an entry
- * for ".hutch/" itself, which both engines apply to the volume's root.
- * With `dir`, a directory of that name owned by uid:gid goes along (the
- * workspace volume's owner).  Docker refuses "/" on a read-only root: a
- * helper container takes the archive there.
- */
-static int put_agent(hutch_session *s, const char *dir, unsigned int uid, unsigned int gid,
-		     hutch_error **err)
-{
-	unsigned int owner = agent_owner(s);
-	const char *data;
-	char *tar = NULL;
-	size_t len;
-	int rc, podman = 1;
-
-	if (dir) {
-		data = tar = hutch__agent_tar_with_dir(owner, dir, uid, gid, &len);
-		if (!tar)
-			return hutch__error_oom(err);
-	} else if (hutch__agent_tar(owner, &data, &len) < 0) {
-		return hutch__error_oom(err);
-	}
-	if (s->read_only && (podman = is_podman(s, err)) < 0) {
-		free(tar);
-		return podman;
-	}
-	if (podman)
-		rc = put_tar_in(s, s->container, "%2F", "", data, len,
-				"copy the agent into the container", err);
-	else
-		rc = put_through_helper(s, data, len, err);
-	free(tar);
-	return rc;
-}
-
-int hutch__session_put_agent(hutch_session *s, hutch_error **err)
-{
-	return put_agent(s, NULL, 0, 0, err);
-}
-
-/*
- * Make a new container ready to start: the agent, and on Docker with a
- * volume workspace also that volume's owner in the same archive (Docker
- * gives a new volume the image's /workspace when the container is created,
- * and keeps the owner set now at the start), which saves own_workspace()
- * its request.  Podman: the agent alone (a volume's owner is set when it
- * is made, or once the container runs).
+ * Make a new container ready to start: the agent, and on Docker also the
+ * workspace volume's owner in the same archive (Docker gives a new volume
+ * the image's /workspace when the container is created, and keeps the
+ * owner set now at the start), which saves own_workspace() its request.
+ * Podman: the agent alone (a volume's owner is set when it is made, or
+ * once the container runs).
  */
 static int prepare(hutch_session *s, hutch_error **err)
 {
-	unsigned int uid = 0, gid = 0;
-	int rc, with_owner = 0;
+	int rc, podman;
 
 	s->owned = 0;
-	if (!s->workspace) {
-		rc = is_podman(s, err);
-		if (rc < 0)
-			return rc;
-		if (rc == 0) {
-			rc = hutch__session_owner(s, &uid, &gid, err);
-			if (rc < 0)
-				return rc;
-			with_owner = 1;
-		}
-	}
-	rc = put_agent(s, with_owner ? "workspace" : NULL, uid, gid, err);
-	if (rc == 0 && with_owner)
+	podman = is_podman(s, err);
+	if (podman < 0)
+		return podman;
+	rc = install_agent(s, !s->workspace && !podman, "copy the agent into the container",
+			   err);
+	if (rc == 0 && !s->workspace && !podman)
 		s->owned = 1;
 	return rc;
 }
@@ -1431,6 +1420,12 @@ static int create_container(hutch_session *s, hutch_error **err)
 	rc = ensure_sysvol(s, err);
 	if (rc < 0)
 		return rc;
+	/* create_body() mounts a host workspace as Podman or Docker takes it. */
+	if (s->workspace) {
+		rc = is_podman(s, err);
+		if (rc < 0)
+			return rc;
+	}
 	body = create_body(s);
 	if (!body)
 		return hutch__error_oom(err);
@@ -1619,7 +1614,8 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			 * the session's workspace, and the owner of a bind
 			 * mount's directory must never be changed. */
 			if (strcmp(state, "created") == 0)
-				rc = put_agent(s, NULL, 0, 0, &lerr);
+				rc = install_agent(s, 0, "copy the agent into the container",
+						   &lerr);
 			if (rc >= 0)
 				rc = start(s, &lerr);
 		}

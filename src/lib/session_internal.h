@@ -106,9 +106,8 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 			   const char *what, hutch_error **err);
 
-/* Put this library's agent into the session's container, which must
- * exist (it may be stopped), with /.hutch owned by someone the session's
- * commands never run as (agent_blob.h).  `err` as usual. */
+/* Put this library's agent into the session's container (running or not),
+ * owned as agent_blob.h says.  `what` starts the error message. */
 int hutch__session_put_agent(hutch_session *s, hutch_error **err);
 
 /* Record a use of the session (HUTCH_LAST_USED_PATH, now) for work that

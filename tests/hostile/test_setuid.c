@@ -1,4 +1,489 @@
 /*
- * test_setuid.c - hostile tests (see doc/threat-model.md)
+ * test_setuid.c - hostile tests (see doc/threat-model.md): set-id files
+ * and device nodes planted in a host workspace
+ *
+ * The attacker runs in a session whose workspace is a host directory
+ * (hutch up S --workspace DIR), as root (--user root) or as the default
+ * user, and wants a file in DIR that the host's other users can use
+ * against it: a set-user-ID or set-group-ID file (the host runs it through
+ * its own mount, where neither nosuid nor no-new-privileges applies, as
+ * the file's owner: root, or DIR's owner), or a device node.  Every way a
+ * program asks the kernel for such a file is tried: the chmod family
+ * (busybox), creating opens and mknod with a set-id mode, O_TMPFILE
+ * linked in, openat2, the i386 syscalls (int 0x80), device nodes with
+ * CAP_MKNOD given back; then the ways around the agent's filter: replacing
+ * the agent, and ptracing it.  Each attempt must fail with the command
+ * reporting it, and DIR, looked at from the host, must hold no set-id
+ * file and no device node.
+ *
+ * The probe making the raw syscalls is a tiny static program built here
+ * with the host's cc and copied into DIR, so it runs in any image.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "harness.h"
+
+/* The probe: "probe OP ARGS...", one line "OP: ok" (exit 0) or
+ * "OP: strerror" (exit 1). */
+static const char probe_src[] =
+	"#define _GNU_SOURCE\n"
+	"#include <dirent.h>\n"
+	"#include <errno.h>\n"
+	"#include <fcntl.h>\n"
+	"#include <signal.h>\n"
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"#include <sys/mman.h>\n"
+	"#include <sys/ptrace.h>\n"
+	"#include <sys/stat.h>\n"
+	"#include <sys/syscall.h>\n"
+	"#include <unistd.h>\n"
+	"static int done(const char *op, long rc)\n"
+	"{\n"
+	"	if (rc < 0) { printf(\"%s: %s\\n\", op, strerror(errno)); return 1; }\n"
+	"	printf(\"%s: ok\\n\", op);\n"
+	"	return 0;\n"
+	"}\n"
+	"#ifdef __x86_64__\n"
+	"static long int80(long nr, long a, long b, long c)\n"
+	"{\n"
+	"	long r;\n"
+	"	__asm__ volatile(\"int $0x80\" : \"=a\"(r) : \"a\"(nr), \"b\"(a), \"c\"(b), \"d\"(c)\n"
+	"			 : \"memory\", \"r8\", \"r9\", \"r10\", \"r11\");\n"
+	"	if (r < 0 && r > -4096) { errno = (int)-r; return -1; }\n"
+	"	return r;\n"
+	"}\n"
+	"#endif\n"
+	/* The pid of the process whose command line, arguments joined by
+	 * spaces, is `whole` or ends in " `tail`"; 0 when none. */
+	"static int find(const char *whole, const char *tail)\n"
+	"{\n"
+	"	DIR *d = opendir(\"/proc\");\n"
+	"	struct dirent *e;\n"
+	"	int found = 0;\n"
+	"	while (d && !found && (e = readdir(d))) {\n"
+	"		char path[64], buf[4096];\n"
+	"		int fd, pid = atoi(e->d_name);\n"
+	"		ssize_t n;\n"
+	"		if (pid <= 0 || pid == getpid()) continue;\n"
+	"		snprintf(path, sizeof(path), \"/proc/%d/cmdline\", pid);\n"
+	"		fd = open(path, O_RDONLY);\n"
+	"		if (fd < 0) continue;\n"
+	"		n = read(fd, buf, sizeof(buf) - 1);\n"
+	"		close(fd);\n"
+	"		if (n <= 1) continue;\n"
+	"		buf[--n] = 0;\n"
+	"		for (ssize_t i = 0; i < n; i++) if (!buf[i]) buf[i] = ' ';\n"
+	"		size_t l = strlen(buf), lt = strlen(tail);\n"
+	"		if (whole ? !strcmp(buf, whole)\n"
+	"			  : l > lt && buf[l - lt - 1] == ' ' && !strcmp(buf + l - lt, tail))\n"
+	"			found = pid;\n"
+	"	}\n"
+	"	if (d) closedir(d);\n"
+	"	return found;\n"
+	"}\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"	const char *op = argc > 2 ? argv[1] : \"\", *p = argc > 2 ? argv[2] : \"\";\n"
+	"	if (!strcmp(op, \"open\"))\n"
+	"		return done(op, open(p, O_CREAT | O_EXCL | O_WRONLY, 04755));\n"
+	"	if (!strcmp(op, \"open-sgid\"))\n"
+	"		return done(op, openat(AT_FDCWD, p, O_CREAT | O_EXCL | O_RDWR, 02755));\n"
+	"	if (!strcmp(op, \"tmpfile\") && argc > 3) {\n"
+	"		char fdp[64];\n"
+	"		int fd = open(p, O_TMPFILE | O_WRONLY, 04755);\n"
+	"		if (fd < 0) return done(op, -1);\n"
+	"		snprintf(fdp, sizeof(fdp), \"/proc/self/fd/%d\", fd);\n"
+	"		return done(op, linkat(AT_FDCWD, fdp, AT_FDCWD, argv[3], AT_SYMLINK_FOLLOW));\n"
+	"	}\n"
+	"	if (!strcmp(op, \"mknod\"))\n"
+	"		return done(op, mknod(p, S_IFREG | 04755, 0));\n"
+	"	if (!strcmp(op, \"openat2\")) {\n"
+	"		struct { unsigned long long flags, mode, resolve; } how = { O_CREAT | O_WRONLY, 04755, 0 };\n"
+	"		return done(op, syscall(437, AT_FDCWD, p, &how, sizeof(how)));\n"
+	"	}\n"
+	"#ifdef __x86_64__\n"
+	"	if (!strcmp(op, \"chmod32\")) {\n"
+	"		char *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE,\n"
+	"				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);\n"
+	"		if (low == MAP_FAILED) return done(op, -1);\n"
+	"		snprintf(low, 4096, \"%s\", p);\n"
+	"		return done(op, int80(15, (long)low, 04755, 0));\n"
+	"	}\n"
+	"#endif\n"
+	/* ptrace MARK: the run agent of "sleep MARK" and the sleep itself
+	 * (the control: a command may trace another of its user's). */
+	"	if (!strcmp(op, \"ptrace\")) {\n"
+	"		char whole[64];\n"
+	"		int sleeper = 0, agent = 0, rc;\n"
+	"		snprintf(whole, sizeof(whole), \"sleep %s\", p);\n"
+	"		for (int i = 0; i < 300 && !(sleeper && agent); i++) {\n"
+	"			sleeper = find(whole, NULL);\n"
+	"			agent = find(NULL, whole);\n"
+	"			if (!(sleeper && agent)) usleep(100000);\n"
+	"		}\n"
+	"		if (!sleeper || !agent) { printf(\"ptrace: no agent/sleep %s\\n\", p); return 2; }\n"
+	"		rc = done(\"agent\", ptrace(PTRACE_SEIZE, agent, 0, 0));\n"
+	"		done(\"sleep\", ptrace(PTRACE_SEIZE, sleeper, 0, 0));\n"
+	"		kill(sleeper, SIGKILL);\n"
+	"		return rc;\n"
+	"	}\n"
+	"	printf(\"usage: probe OP PATH\\n\");\n"
+	"	return 2;\n"
+	"}\n";
+
+/*
+ * Remove what failed runs left: a test that stops half-way (on a build
+ * that lets set-id files through) leaves its directory, holding set-uid
+ * files.  Directories are named after the Criterion runner's pid, so only
+ * those of runs that have ended are touched, never a running test's.
+ */
+static void remove_stale(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	char cmd[PATH_MAX + 32];
+	long pid;
+
+	while (d && (e = readdir(d)))
+		if (sscanf(e->d_name, "hutch-hostile-setuid-%ld-", &pid) == 1 &&
+		    pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(cmd, sizeof(cmd), "rm -rf '/tmp/%s'",
+				 e->d_name);
+			cr_expect_eq(system(cmd), 0, "%s", cmd);
+		}
+	if (d)
+		closedir(d);
+}
+
+/* The session's host directory, in `dir`: made (0700, so that what a
+ * failed run leaves is no one else's), given to `owner`, the probe built
+ * into it. */
+static void make_workspace(char *dir, size_t cap, uid_t owner)
+{
+	char src[] = "/tmp/hutch-probe-XXXXXX.c", cmd[2 * PATH_MAX];
+	FILE *f;
+	int fd;
+
+	remove_stale();
+	/* The runner is the parent of the test workers (it_run_prefix). */
+	snprintf(dir, cap, "/tmp/hutch-hostile-setuid-%ld-XXXXXX",
+		 (long)getppid());
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	cr_assert_eq(chmod(dir, 0700), 0);
+	cr_assert_eq(chown(dir, owner, owner), 0, "chown: %s", strerror(errno));
+	fd = mkstemps(src, 2);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(probe_src, 1, sizeof(probe_src) - 1, f),
+		     sizeof(probe_src) - 1);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "cc -static -O1 -o '%s/probe' '%s'", dir,
+		 src);
+	cr_assert_eq(system(cmd), 0, "cannot build the probe: %s", cmd);
+	unlink(src);
+}
+
+static void remove_workspace(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* `hutch up S --workspace DIR [--user root] [more...]`, asserting success. */
+static void up(const char *s, const char *dir, int root, const char *more)
+{
+	const char *args[12] = { "up", s, "--workspace", dir };
+	size_t n = 4;
+	it_result r;
+
+	if (root) {
+		args[n++] = "--user";
+		args[n++] = "root";
+	}
+	if (more) {
+		args[n++] = "--cap-add";
+		args[n++] = more;
+	}
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	IT_ASSERT_EXIT(r, 0, "hutch up");
+	it_result_free(&r);
+}
+
+/* `sh -c SCRIPT` in S must exit 0 (preparation, not an attack). */
+static void sh_ok(const char *s, const char *script)
+{
+	it_result r = it_hutch("exec", s, "--", "sh", "-c", script, NULL);
+
+	IT_ASSERT_EXIT(r, 0, script);
+	it_result_free(&r);
+}
+
+/*
+ * One attempt, a command of ARGV in S: it must report failure (exit 1)
+ * with `why` (strerror of the errno the filter answers) in its output.
+ * Not fatal: every attempt of a test runs, and each one that got through
+ * is reported.
+ */
+#define refused(s, why, ...) \
+	refused_v((s), (why), (const char *const[]){ __VA_ARGS__, NULL })
+static void refused_v(const char *s, const char *why, const char *const *argv)
+{
+	const char *args[16] = { "exec", s, "--" };
+	char what[512] = "";
+	size_t n = 3;
+	it_result r;
+
+	for (size_t i = 0; argv[i]; i++) {
+		cr_assert_lt(n, 15);
+		args[n++] = argv[i];
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+			 "%s%s", i ? " " : "", argv[i]);
+	}
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	cr_expect(
+		!r.timed_out && r.status == 1 &&
+			(strstr(r.out, why) || strstr(r.err, why)),
+		"%s: exit %d (want 1 and '%s')\nstdout: %.600s\nstderr: %.600s",
+		what, r.status, why, r.out, r.err);
+	it_result_free(&r);
+}
+
+static int bad_entry(const char *path, const struct stat *st, int type,
+		     struct FTW *ftw)
+{
+	(void)type;
+	(void)ftw;
+	cr_expect(!(st->st_mode & (S_ISUID | S_ISGID)),
+		  "%s is set-id on the host: mode %o", path,
+		  (unsigned int)st->st_mode);
+	cr_expect(!S_ISCHR(st->st_mode) && !S_ISBLK(st->st_mode),
+		  "%s is a device node on the host: mode %o", path,
+		  (unsigned int)st->st_mode);
+	return 0;
+}
+
+/* From the host: no set-id file and no device node anywhere in DIR. */
+static void host_clean(const char *dir)
+{
+	cr_assert_eq(nftw(dir, bad_entry, 16, FTW_PHYS), 0, "nftw %s: %s", dir,
+		     strerror(errno));
+}
+
+static mode_t host_mode(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(lstat(path, &st), 0, "%s: %s", path, strerror(errno));
+	return st.st_mode;
+}
+
+#define EPERM_TEXT "Operation not permitted"
+
+/* Every way to ask for a set-id file, then what must keep working. */
+static void set_id_attempts(const char *s, const char *dir)
+{
+	sh_ok(s, "cp /workspace/probe /workspace/f && mkdir /workspace/d");
+	refused(s, EPERM_TEXT, "chmod", "4755", "/workspace/f");
+	refused(s, EPERM_TEXT, "chmod", "2755", "/workspace/f");
+	refused(s, EPERM_TEXT, "chmod", "u+s", "/workspace/f");
+	refused(s, EPERM_TEXT, "chmod", "g+s", "/workspace/d");
+	refused(s, EPERM_TEXT, "/workspace/probe", "open", "/workspace/o");
+	refused(s, EPERM_TEXT, "/workspace/probe", "open-sgid",
+		"/workspace/og");
+	refused(s, EPERM_TEXT, "/workspace/probe", "tmpfile", "/workspace",
+		"/workspace/t");
+	refused(s, EPERM_TEXT, "/workspace/probe", "mknod", "/workspace/m");
+#ifdef __x86_64__
+	refused(s, EPERM_TEXT, "/workspace/probe", "chmod32", "/workspace/f");
+#endif
+	/* Its mode is out of the filter's sight: as if the kernel lacked it. */
+	refused(s, "Function not implemented", "/workspace/probe", "openat2",
+		"/workspace/o2");
+	host_clean(dir);
+	cr_assert_eq(host_mode(dir, "f") & 07777, 0755);
+
+	/* Normal use is untouched: plain modes, the sticky bit, mkdir -p,
+	 * an archive and copies made and unpacked. */
+	sh_ok(s,
+	      "cd /workspace && chmod 700 f && chmod 755 f && chmod 1777 d && chmod g-s d &&"
+	      " mkdir -p a/b/c && echo hi >a/b/c/x && chmod 640 a/b/c/x &&"
+	      " tar -cf t.tar a && mkdir u && tar -xf t.tar -C u && cp -a a v &&"
+	      " test \"$(cat u/a/b/c/x v/b/c/x)\" = \"$(printf 'hi\\nhi')\" && mkfifo fifo");
+	cr_assert_eq(host_mode(dir, "d") & 07777, 01777);
+	cr_assert_eq(host_mode(dir, "u/a/b/c/x") & 07777, 0640);
+	host_clean(dir);
+}
+
+/* 1. root in the session (no capability needed to chmod its own file) */
+IT_TEST(setuid, root_plants_no_set_id_file_in_a_host_workspace)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX];
+
+	make_workspace(dir, sizeof(dir), 0);
+	up(s, dir, 1, NULL);
+	set_id_attempts(s, dir);
+	remove_workspace(dir);
+}
+
+/* 2. the default user: a set-id file of its own would be a way into the
+ * directory owner's account for the host's other users */
+IT_TEST(setuid, user_plants_no_set_id_file_in_a_host_workspace)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX];
+
+	make_workspace(dir, sizeof(dir), 1000);
+	up(s, dir, 0, NULL);
+	set_id_attempts(s, dir);
+	remove_workspace(dir);
+}
+
+/* 3. device nodes: even with CAP_MKNOD given back, and the whiteout (char
+ * 0:0) that needs no capability; FIFOs stay allowed */
+IT_TEST(setuid, no_device_node_in_a_host_workspace)
+{
+	const char *s = it_session(), *s2 = it_session();
+	char dir[PATH_MAX];
+	char dir2[PATH_MAX];
+
+	make_workspace(dir, sizeof(dir), 0);
+	up(s, dir, 1, "MKNOD");
+	refused(s, EPERM_TEXT, "mknod", "/workspace/null", "c", "1", "3");
+	refused(s, EPERM_TEXT, "mknod", "/workspace/sda", "b", "8", "0");
+	refused(s, EPERM_TEXT, "mknod", "/workspace/wh", "c", "0", "0");
+	sh_ok(s, "mkfifo /workspace/fifo && test -p /workspace/fifo");
+	host_clean(dir);
+	cr_assert(S_ISFIFO(host_mode(dir, "fifo")));
+	remove_workspace(dir);
+
+	make_workspace(dir2, sizeof(dir2), 1000);
+	up(s2, dir2, 0, NULL);
+	refused(s2, EPERM_TEXT, "mknod", "/workspace/wh", "c", "0", "0");
+	host_clean(dir2);
+	remove_workspace(dir2);
+}
+
+/* 4. around the filter: root replaces the agent the engine starts for
+ * every command, so that the next one runs unfiltered */
+IT_TEST(setuid, root_cannot_replace_the_agent)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX];
+	const char *fake =
+		"printf '#!/bin/sh\\nwhile [ \"$1\" != -- ]; do shift; done; shift;"
+		" exec \"$@\"\\n' >/workspace/fake && chmod 755 /workspace/fake";
+	it_result r;
+
+	make_workspace(dir, sizeof(dir), 0);
+	up(s, dir, 1, NULL);
+	sh_ok(s, fake);
+	sh_ok(s, "touch /workspace/f");
+	/* Each way in: rename it away, write over it, unlink it, chmod it. */
+	r = it_hutch(
+		"exec", s, "--", "sh", "-c",
+		"mv /.hutch/hutch-agent /.hutch/old && cp /workspace/fake /.hutch/hutch-agent",
+		NULL);
+	cr_expect_neq(r.status, 0, "the agent was renamed away: %s", r.err);
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "sh", "-c",
+		     "cat /workspace/fake >/.hutch/hutch-agent", NULL);
+	cr_expect_neq(r.status, 0, "the agent was written over");
+	it_result_free(&r);
+	r = it_hutch(
+		"exec", s, "--", "sh", "-c",
+		"rm -f /.hutch/hutch-agent; cp /workspace/fake /.hutch/hutch-agent",
+		NULL);
+	cr_expect_neq(r.status, 0, "the agent was replaced");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "chmod", "755", "/.hutch/hutch-agent",
+		     NULL);
+	cr_expect_neq(r.status, 0, "the agent was made readable");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "mv", "/.hutch", "/hutch-old", NULL);
+	cr_expect_neq(r.status, 0, "the agent's directory was moved");
+	it_result_free(&r);
+
+	/* The next command still runs under the filter. */
+	refused(s, EPERM_TEXT, "chmod", "4755", "/workspace/f");
+	host_clean(dir);
+	remove_workspace(dir);
+}
+
+/* 5. around the filter: a command ptraces a starting agent before it has
+ * installed its filter and makes it chmod.  The agent is undumpable from
+ * its execve on (it is not readable by the session), so no command may
+ * trace it at any time; the control: a command may trace another of its
+ * user's (the sleep), so ptrace itself is not what the engine refuses. */
+IT_TEST(setuid, a_command_cannot_ptrace_the_agent)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX];
+	const char *sleeper[] = { "exec", s, "--", "sleep", "97", NULL };
+	it_proc p;
+	it_result r, bg;
+
+	make_workspace(dir, sizeof(dir), 1000);
+	up(s, dir, 0, NULL);
+	it_spawn(&p, NULL, sleeper);
+	r = it_hutch("exec", s, "--", "/workspace/probe", "ptrace", "97", NULL);
+	bg = it_wait(&p);
+	cr_assert(strstr(r.out, "sleep: ok"),
+		  "control: the sleep could not be traced: %s %s", r.out,
+		  r.err);
+	cr_assert(strstr(r.out, "agent: " EPERM_TEXT),
+		  "the agent could be traced: %s %s", r.out, r.err);
+	IT_ASSERT_EXIT(r, 1, "probe ptrace");
+	it_result_free(&r);
+	it_result_free(&bg);
+	remove_workspace(dir);
+}
+
+/* 6. the file tools rewrite a file the host made set-id: the new file
+ * keeps its mode without the set-id bits (as the kernel does for a write),
+ * and the tool works */
+IT_TEST(setuid, file_tools_drop_set_id_bits_they_find)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	FILE *f;
+	it_result r;
+
+	make_workspace(dir, sizeof(dir), 0);
+	snprintf(path, sizeof(path), "%s/tool", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("#!/bin/sh\necho old\n", f);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(path, 06755), 0);
+	up(s, dir, 1, NULL);
+	r = it_hutch("edit", s, "tool", "--old", "old", "--new", "new", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch edit");
+	it_result_free(&r);
+	cr_assert_eq(host_mode(dir, "tool") & 07777, 0755);
+	r = it_hutch("write", s, "tool", "--content", "#!/bin/sh\necho newer\n",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch write");
+	it_result_free(&r);
+	cr_assert_eq(host_mode(dir, "tool") & 07777, 0755);
+	host_clean(dir);
+	remove_workspace(dir);
+}
