@@ -82,26 +82,46 @@ static void header_common(struct walk *w, const struct stat *st)
 	archive_entry_set_gid(w->entry, w->job->gid);
 }
 
-/* One regular file: opened without following, checked to be the file
- * that was listed, streamed block by block. */
+/*
+ * One regular file: looked at before it is opened, and streamed block by
+ * block.  The name is opened as a bare handle first (O_PATH: no open()
+ * of the file itself happens), checked to be a regular file, and only
+ * then opened for reading through that handle.  A sandbox that swaps the
+ * listed file for a fifo or a device node in between (a bind-mounted
+ * tree) gets neither opened: opening a device can have effects of its own
+ * on the host, whatever is read.
+ */
 static int add_file(struct walk *w, int dirfd, const char *name)
 {
-	struct stat st;
+	struct stat st, again;
 	la_int64_t left;
 	ssize_t n;
-	int fd, rc = 0;
+	char self[64];
+	int fd, pfd, rc = 0;
 
-	/* O_NONBLOCK: if the file was swapped for a fifo after the listing,
-	 * opening it must not hang; fstat below then refuses it. */
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return hutch__error_set(&w->job->err, HUTCH_EFAILED, "cannot open '%.300s': %s",
+					w->path, strerror(errno));
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(pfd);
+		HUTCH__STAT_ADD(w->job->stats.skipped, 1);
+		return 0;
+	}
+	/* The handle pins the inode checked: this opens that very file. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	close(pfd);
 	if (fd < 0)
 		return hutch__error_set(&w->job->err, HUTCH_EFAILED, "cannot open '%.300s': %s",
 					w->path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &again) < 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev ||
+	    !S_ISREG(again.st_mode)) {
 		close(fd);
 		HUTCH__STAT_ADD(w->job->stats.skipped, 1);
 		return 0;
 	}
+	st = again;
 	header_common(w, &st);
 	archive_entry_set_filetype(w->entry, AE_IFREG);
 	archive_entry_set_size(w->entry, st.st_size);

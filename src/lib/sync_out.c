@@ -59,6 +59,8 @@
 
 struct fixup {
 	struct fixup *next;
+	dev_t dev; /* the directory made, so that another one */
+	ino_t ino; /* moved into its place is left alone */
 	mode_t mode;
 	struct timespec mtime;
 	char name[];
@@ -329,10 +331,11 @@ static int make_file(struct unpack *u, struct archive *rd,
 		}
 		HUTCH__STAT_ADD(u->job->stats.bytes, size);
 	}
-	/* A sparse file's hole at the end; modes on the descriptor, so
-	 * neither the umask nor a swapped name can change what is set. */
-	if (ftruncate(fd, (off_t)archive_entry_size(e)) < 0 ||
-	    fchmod(fd, safe_mode(e)) < 0 || futimens(fd, times) < 0) {
+	/* Modes on the descriptor, so neither the umask nor a swapped
+	 * name can change what is set.  No ftruncate() to the header's
+	 * size: the engines send no sparse files, and a size the data does
+	 * not fill could only make a huge file of holes on the host. */
+	if (fchmod(fd, safe_mode(e)) < 0 || futimens(fd, times) < 0) {
 		refuse(u->job, raw, strerror(errno));
 		close(fd);
 		unlinkat(dfd, tmp, 0);
@@ -388,8 +391,10 @@ static void add_fixup(struct unpack *u, const char *name, int dfd, mode_t mode,
 {
 	size_t len = strlen(name) + 1;
 	struct fixup *f = NULL;
+	struct stat st;
 
-	if (u->fixup_bytes + sizeof(*f) + len <= FIXUP_MAX_BYTES)
+	if (fstat(dfd, &st) == 0 &&
+	    u->fixup_bytes + sizeof(*f) + len <= FIXUP_MAX_BYTES)
 		f = malloc(sizeof(*f) + len);
 	if (!f) {
 		/* Over the bound: the mode now, through the held descriptor
@@ -397,6 +402,8 @@ static void add_fixup(struct unpack *u, const char *name, int dfd, mode_t mode,
 		fchmod(dfd, mode);
 		return;
 	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
 	f->mode = mode;
 	f->mtime = mtime;
 	memcpy(f->name, name, len);
@@ -482,8 +489,10 @@ static int make_hardlink(struct unpack *u, char *target, int dfd,
 	return 0;
 }
 
-/* Directory modes and times, last: nothing more goes into them.  A
- * directory that is no longer a directory below root is left alone. */
+/* Directory modes and times, last: nothing more goes into them.  The
+ * name is opened again, never following a symlink; a directory that is
+ * not the one made (the sandbox moved another into its place) or no
+ * longer a directory below root is left alone. */
 static void apply_fixups(struct unpack *u)
 {
 	while (u->fixups) {
@@ -491,12 +500,15 @@ static void apply_fixups(struct unpack *u)
 		struct timespec times[2] = { { .tv_nsec = UTIME_OMIT },
 					     f->mtime };
 		int fd = hutch__open_beneath(u->root, f->name, O_RDONLY);
+		struct stat st;
 
-		if (fd >= 0) {
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev &&
+		    st.st_ino == f->ino) {
 			fchmod(fd, f->mode);
 			futimens(fd, times);
-			close(fd);
 		}
+		if (fd >= 0)
+			close(fd);
 		u->fixups = f->next;
 		free(f);
 	}
