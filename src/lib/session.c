@@ -12,6 +12,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "agent_blob.h"
+#include "beneath.h"
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -217,7 +219,6 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	hutch_session *s;
 	const char *image = NULL;
 	char real[PATH_MAX];
-	struct stat st;
 
 	if (!hutch_session_name_valid(name))
 		return hutch__error_set(err, HUTCH_EINVALID,
@@ -272,18 +273,33 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	}
 
 	if (opts && opts->workspace) {
-		/* Resolve now, on the host, so the bind mount names exactly
-		 * the directory the user meant and nothing a later symlink
-		 * swap could redirect. */
-		if (!realpath(opts->workspace, real) || stat(real, &st) < 0 ||
-		    !S_ISDIR(st.st_mode)) {
+		/* Resolved now, on the host, so the bind mount names exactly the
+		 * directory the user meant; and through no symlink: another
+		 * session whose workspace holds this path could have put one
+		 * there, to have this session mount a host directory of its
+		 * choosing (the rule of sync's host directories). */
+		int fd = hutch__open_nosymlinks(opts->workspace, O_PATH);
+		char self[64];
+		ssize_t n = -1;
+
+		if (fd >= 0) {
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+			n = readlink(self, real, sizeof(real) - 1);
+			close(fd);
+		}
+		if (n <= 0 || (size_t)n >= sizeof(real) - 1 || real[0] != '/') {
 			hutch__error_set(err, HUTCH_EINVALID,
-					 "workspace '%.200s' is not a directory: %s",
+					 errno == ELOOP ?
+						 "workspace '%.200s' goes through a symlink, which "
+						 "hutch does not follow (a sandbox could have put it "
+						 "there): give its real path, as `realpath` prints it" :
+						 "workspace '%.200s': %s",
 					 opts->workspace,
-					 errno ? strerror(errno) : "not a directory");
+					 errno == ENOTDIR ? "not a directory" : strerror(errno));
 			hutch_session_free(s);
 			return HUTCH_EINVALID;
 		}
+		real[n] = '\0';
 		s->workspace = strdup(real);
 		if (!s->workspace)
 			goto oom;
@@ -1316,6 +1332,22 @@ static int start(hutch_session *s, hutch_error **err)
 {
 	char path[256];
 
+	/* The engine resolves a host workspace's path again at every start:
+	 * a symlink put on it since the session was made (by a session whose
+	 * own workspace holds it) is refused here.  This narrows the window,
+	 * it cannot close it: do not nest one session's workspace in
+	 * another's (doc/threat-model.md). */
+	if (s->workspace) {
+		int fd = hutch__open_nosymlinks(s->workspace, O_PATH);
+
+		if (fd < 0)
+			return hutch__error_set(err, HUTCH_EINVALID,
+						"workspace '%.200s': %s; not starting the session",
+						s->workspace,
+						errno == ELOOP ? "it goes through a symlink now" :
+								 strerror(errno));
+		close(fd);
+	}
 	snprintf(path, sizeof(path), "/containers/%s/start", s->container);
 	return hutch__engine_call(s->engine, "POST", path, NULL, NULL, NULL,
 				  "start the session's container", err);
@@ -1345,6 +1377,13 @@ static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
 	}
 	if (diff)
 		mismatch(s, labels, diff, diffsz);
+	if (!s->workspace && labels) {
+		/* The container's host workspace, for start()'s check. */
+		const char *ws = label_get(labels, HUTCH_LABEL_WORKSPACE);
+
+		if (ws && *ws == '/')
+			s->workspace = strdup(ws);
+	}
 	rc = 0;
 	snprintf(state, statesz, "unknown");
 	if (json_object_object_get_ex(obj, "State", &st)) {
