@@ -50,14 +50,20 @@ static void reap_all(void)
 }
 
 /*
- * A signal sent from inside the container: by a process of its own pid
- * namespace, which the kernel names by its pid there.  The engine's stop
- * and kill come from outside, where the sender has no pid in ours (0).
+ * Whether a signal to the container's init came from the engine, the one
+ * sender allowed to end the session.  The engine's stop and kill are
+ * kill(2) (or pidfd_send_signal) from outside our pid namespace: si_code
+ * SI_USER, and si_pid 0, since the sender has no pid in ours.  Anything
+ * else is treated as coming from inside: kill() from a process here
+ * carries that process's pid, and a process cannot forge SI_USER for
+ * another one (rt_sigqueueinfo refuses si_code >= 0 to anyone but
+ * itself), while a signal the kernel raises for a process, such as the
+ * SIGIO or F_SETSIG signal of an fd it pointed at us with F_SETOWN, has
+ * an si_code of its own (POLL_IN, SI_KERNEL...).
  */
-static bool from_inside(const siginfo_t *info)
+static bool from_engine(const siginfo_t *info)
 {
-	return (info->si_code == SI_USER || info->si_code == SI_QUEUE ||
-		info->si_code == SI_TKILL) && info->si_pid != 0;
+	return info->si_code == SI_USER && info->si_pid == 0;
 }
 
 int agent_sleep(int argc, char **argv)
@@ -106,7 +112,7 @@ int agent_sleep(int argc, char **argv)
 		 * kernel already drops SIGKILL and SIGSTOP sent to a
 		 * namespace's init from within it.
 		 */
-		if (sig != SIGCHLD && getpid() == 1 && from_inside(&info))
+		if (sig != SIGCHLD && getpid() == 1 && !from_engine(&info))
 			continue;
 		if (sig != SIGCHLD)
 			return 0;
