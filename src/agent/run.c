@@ -24,6 +24,7 @@
 struct run_opts {
 	const char *tag;
 	unsigned long long deadline_ms;	/* 0: none */
+	bool kill_leftovers;		/* nothing may outlive the command */
 	char **argv;
 };
 
@@ -155,21 +156,28 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 		return -1;
 	}
 	o->tag = argv[2];
-	i = 3;
-	if (i < argc && !strcmp(argv[i], "--deadline-ms")) {
-		if (i + 1 >= argc || parse_ms(argv[i + 1], &o->deadline_ms)) {
-			agent_err("--deadline-ms wants 0..%llu",
-				  DEADLINE_MAX_MS);
-			return -1;
+	for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--kill-leftovers")) {
+			o->kill_leftovers = true;
+		} else if (!strcmp(argv[i], "--deadline-ms")) {
+			if (i + 1 >= argc ||
+			    parse_ms(argv[i + 1], &o->deadline_ms)) {
+				agent_err("--deadline-ms wants 0..%llu",
+					  DEADLINE_MAX_MS);
+				return -1;
+			}
+			i++;
+		} else {
+			goto usage;
 		}
-		i += 2;
 	}
-	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc)
+	if (i >= argc || i + 1 >= argc)
 		goto usage;
 	o->argv = argv + i + 1;
 	return 0;
 usage:
-	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] -- ARGV...");
+	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] "
+		  "[--kill-leftovers] -- ARGV...");
 	return -1;
 }
 
@@ -395,6 +403,24 @@ static int wait_signal(const sigset_t *set, const struct timespec *deadline)
 	}
 }
 
+/*
+ * The main child of a command given secrets is gone: end whatever it left
+ * behind, which as our descendants still have the secrets in their
+ * environment, and say so (stderr, one line) if there was anything.
+ */
+static void kill_leftovers(void)
+{
+	static const char line[] = "hutch: the command was given secrets: the "
+				   "processes it left running were stopped\n";
+	size_t killed = 0;
+
+	if (proctree_kill_descendants(getpid(), &killed) < 0)
+		agent_err("not all it left running could be stopped");
+	if (killed && write(STDERR_FILENO, line, sizeof(line) - 1) < 0) {
+		/* Nowhere left to report it. */
+	}
+}
+
 static int supervise(pid_t child, const struct run_opts *o,
 		     const sigset_t *set, const struct timespec *deadline)
 {
@@ -405,10 +431,15 @@ static int supervise(pid_t child, const struct run_opts *o,
 		 * Return as soon as the main child is gone, without waiting for
 		 * background descendants: they re-parent to the container's
 		 * init when we exit, so servers started with '&' keep running.
+		 * Unless the command was given secrets: then nothing it
+		 * started outlives it (README, "Secrets").
 		 */
 		code = reap(child);
-		if (code >= 0)
+		if (code >= 0) {
+			if (o->kill_leftovers)
+				kill_leftovers();
 			return code;
+		}
 		sig = wait_signal(set, o->deadline_ms ? deadline : NULL);
 		if (sig == 0) {
 			/*
@@ -416,12 +447,12 @@ static int supervise(pid_t child, const struct run_opts *o,
 			 * run "kill".  Our zombies stay unreaped meanwhile; the
 			 * tree walk skips them and init inherits them.
 			 */
-			proctree_kill_descendants(getpid());
+			proctree_kill_descendants(getpid(), NULL);
 			return AGENT_EXIT_DEADLINE;
 		}
 		if (sig < 0) {
 			agent_err("waiting for signals: %m");
-			proctree_kill_descendants(getpid());
+			proctree_kill_descendants(getpid(), NULL);
 			return AGENT_EXIT_INTERNAL;
 		}
 		if (sig != SIGCHLD)

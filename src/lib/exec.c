@@ -333,6 +333,11 @@ static json_object *exec_body(const struct run *r)
 	json_object_array_add(cmd, json_object_new_string(r->tag));
 	json_object_array_add(cmd, json_object_new_string("--deadline-ms"));
 	json_object_array_add(cmd, json_object_new_string(deadline));
+	/* A command given secrets leaves nothing running behind it: its
+	 * leftovers would keep the values in their environment (README). */
+	if (sec && sec->count)
+		json_object_array_add(
+			cmd, json_object_new_string("--kill-leftovers"));
 	json_object_array_add(cmd, json_object_new_string("--"));
 	for (size_t i = 0; i < o->argc; i++)
 		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
