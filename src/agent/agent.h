@@ -64,4 +64,13 @@ int agent_fs(int argc, char **argv);	/* fs.c: confined file tools */
  */
 int proctree_kill_descendants(pid_t root, size_t *killed);
 
+/*
+ * confine.c: called in the child between fork and exec; from then on
+ * neither the child nor anything it starts can signal @agent (nor its
+ * process group @agent_pgrp, nor everything at once with kill -1) or
+ * ptrace any process outside its own tree.  -1 when some of that could
+ * not be set up (old kernel, engine profile); the command runs anyway.
+ */
+int confine_command(pid_t agent, pid_t agent_pgrp);
+
 #endif /* HUTCH_AGENT_H */

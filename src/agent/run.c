@@ -299,7 +299,8 @@ static void report_exec_failure(const char *name, int err)
 	}
 }
 
-static void __attribute__((noreturn)) child_exec(char **argv)
+static void __attribute__((noreturn))
+child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
 {
 	sigset_t none;
 	int sig, err;
@@ -312,6 +313,13 @@ static void __attribute__((noreturn)) child_exec(char **argv)
 	 * a group leader.
 	 */
 	setsid();
+	/*
+	 * From here on nothing the command starts can signal us: we stay
+	 * alive, a subreaper, for as long as the command runs, so all it
+	 * starts stays in our tree for the deadline and "kill" to find.
+	 * Failure (old kernel) is not fatal: the command runs as before.
+	 */
+	confine_command(agent, agent_pgrp);
 	for (sig = 1; sig < NSIG; sig++)
 		default_signal(sig);
 	/*
@@ -521,7 +529,7 @@ int agent_run(int argc, char **argv)
 	struct run_opts o = { 0 };
 	struct timespec deadline = { 0 };
 	sigset_t set;
-	pid_t child;
+	pid_t child, self, pgrp;
 	long long ooms;
 	int code;
 
@@ -541,6 +549,13 @@ int agent_run(int argc, char **argv)
 		agent_err("PR_SET_CHILD_SUBREAPER: %m");
 		return AGENT_EXIT_INTERNAL;
 	}
+	/*
+	 * Not dumpable: the command, as the same user, could otherwise
+	 * ptrace us or write our memory through /proc/PID/mem and so end us
+	 * without a signal (confine.c covers the signals), or read our
+	 * environment, secrets included.  Both then need CAP_SYS_PTRACE.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	default_signal(SIGCHLD);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -560,13 +575,15 @@ int agent_run(int argc, char **argv)
 		deadline_from_now(o.deadline_ms, &deadline);
 
 	ooms = oom_kills();
+	self = getpid();
+	pgrp = getpgrp();
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
 		return AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
-		child_exec(o.argv);
+		child_exec(o.argv, self, pgrp);
 	code = supervise(child, &o, &set, &deadline);
 	/* The count is the container's: a kill while this command ran may
 	 * have hit a command running beside it, which the line says. */
