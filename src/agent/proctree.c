@@ -484,6 +484,15 @@ static int find_one(pid_t pid, void *arg)
 	if (read_stat(pid, &f->agent) < 0 || !f->agent.live)
 		return 0;
 	/*
+	 * Started by the engine's exec, from outside our pid namespace, so
+	 * its parent has no pid here.  Nothing a command starts can have
+	 * that: a decoy with the same command line (the tag is in every
+	 * agent's /proc/PID/cmdline) and a lower pid would otherwise be
+	 * found, and killed, instead of the agent.
+	 */
+	if (f->agent.ppid != 0)
+		return 0;
+	/*
 	 * Stop at the first match: tags are unique, and /proc lists pids in
 	 * ascending order, so the agent comes before the (maybe thousands
 	 * of) descendants it forked, which we need not wade through while a
