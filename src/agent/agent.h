@@ -16,6 +16,7 @@
 #define HUTCH_AGENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define AGENT_PREFIX		"hutch-agent: "
@@ -65,7 +66,18 @@ int agent_fs(int argc, char **argv);	/* fs.c: confined file tools */
  * round/time bound is hit.  Returns 0 when the subtree is empty, -1 when
  * something survived (e.g. a setuid descendant the caller may not signal).
  * When @root is the caller itself, its zombies are reaped along the way.
+ * *@killed (may be NULL) gets how many SIGKILLs were sent: 0 when there
+ * was nothing to kill (a process slow to die may be counted twice).
  */
-int proctree_kill_descendants(pid_t root);
+int proctree_kill_descendants(pid_t root, size_t *killed);
+
+/*
+ * confine.c: called in the child between fork and exec; from then on
+ * neither the child nor anything it starts can signal @agent (nor its
+ * process group @agent_pgrp, nor everything at once with kill -1) or
+ * ptrace any process outside its own tree.  -1 when some of that could
+ * not be set up (old kernel, engine profile); the command runs anyway.
+ */
+int confine_command(pid_t agent, pid_t agent_pgrp);
 
 #endif /* HUTCH_AGENT_H */

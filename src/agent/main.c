@@ -22,8 +22,11 @@ struct command {
 static const struct command commands[] = {
 	{ "sleep", agent_sleep, "",
 	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)", true },
-	{ "run", agent_run, "--tag TAG [--deadline-ms N] -- ARGV...",
-	  "run ARGV, keep its orphans until it exits", true },
+	{ "run", agent_run,
+	  "--tag TAG [--deadline-ms N] [--kill-leftovers] -- ARGV...",
+	  "run ARGV, keep its orphans until it exits (kill them then with "
+	  "--kill-leftovers)",
+	  true },
 	{ "kill", agent_kill, "TAG",
 	  "kill the 'run' agent with TAG and all its descendants", false },
 	{ "fs", agent_fs, "[--root DIR] read|write|edit|grep|find|ls ARGS...",

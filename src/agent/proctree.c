@@ -302,6 +302,7 @@ static void signal_group(const struct proc *p, pid_t root_sid, int sig)
 struct tally {
 	size_t live;	/* live descendants found */
 	size_t denied;	/* of which we may not signal (EPERM) */
+	size_t sent;	/* of which were signalled */
 };
 
 static void signal_marked(int sig, pid_t root_sid, struct tally *t)
@@ -321,7 +322,9 @@ static void signal_marked(int sig, pid_t root_sid, struct tally *t)
 		if (!procs[i].mark || !procs[i].live)
 			continue;
 		t->live++;
-		if (signal_proc(&procs[i], sig) < 0 && errno == EPERM)
+		if (signal_proc(&procs[i], sig) == 0)
+			t->sent++;
+		else if (errno == EPERM)
 			t->denied++;
 	}
 }
@@ -373,15 +376,19 @@ static void reap_own_children(pid_t root)
 			;
 }
 
-int proctree_kill_descendants(pid_t root)
+int proctree_kill_descendants(pid_t root, size_t *killed)
 {
 	static const struct timespec pause_ts = { 0, KILL_PAUSE_NS };
 	struct timespec start;
 	struct proc r;
 	struct tally t;
 	pid_t root_sid;
+	size_t dummy;
 	int round;
 
+	if (!killed)
+		killed = &dummy;
+	*killed = 0;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	/* Gone: its orphans have left the tree, nothing is ours to kill. */
 	if (read_stat(root, &r) < 0)
@@ -418,6 +425,9 @@ int proctree_kill_descendants(pid_t root)
 		if (t.live == 0)
 			return 0;
 		signal_marked(SIGKILL, root_sid, &t);
+		/* A process still dying at the next scan is counted again:
+		 * callers only tell none from some. */
+		*killed += t.sent;
 		if (t.denied == t.live) {
 			/* e.g. a setuid child of a non-root agent. */
 			agent_err("%zu descendant(s) of %d cannot be killed",
@@ -474,6 +484,15 @@ static int find_one(pid_t pid, void *arg)
 	if (read_stat(pid, &f->agent) < 0 || !f->agent.live)
 		return 0;
 	/*
+	 * Started by the engine's exec, from outside our pid namespace, so
+	 * its parent has no pid here.  Nothing a command starts can have
+	 * that: a decoy with the same command line (the tag is in every
+	 * agent's /proc/PID/cmdline) and a lower pid would otherwise be
+	 * found, and killed, instead of the agent.
+	 */
+	if (f->agent.ppid != 0)
+		return 0;
+	/*
 	 * Stop at the first match: tags are unique, and /proc lists pids in
 	 * ascending order, so the agent comes before the (maybe thousands
 	 * of) descendants it forked, which we need not wade through while a
@@ -496,7 +515,7 @@ static int kill_agent(const struct proc *agent)
 	 */
 	if (signal_proc(agent, SIGSTOP) < 0)
 		return errno == ESRCH ? 0 : -1;	/* finished by itself */
-	ret = proctree_kill_descendants(agent->pid);
+	ret = proctree_kill_descendants(agent->pid, NULL);
 	/* Last, so it cannot exit before its tree is gone. */
 	if (signal_proc(agent, SIGKILL) < 0 && errno != ESRCH) {
 		agent_err("cannot kill agent %d: %m", (int)agent->pid);

@@ -24,6 +24,7 @@
 struct run_opts {
 	const char *tag;
 	unsigned long long deadline_ms;	/* 0: none */
+	bool kill_leftovers;		/* nothing may outlive the command */
 	char **argv;
 };
 
@@ -50,14 +51,20 @@ static void reap_all(void)
 }
 
 /*
- * A signal sent from inside the container: by a process of its own pid
- * namespace, which the kernel names by its pid there.  The engine's stop
- * and kill come from outside, where the sender has no pid in ours (0).
+ * Whether a signal to the container's init came from the engine, the one
+ * sender allowed to end the session.  The engine's stop and kill are
+ * kill(2) (or pidfd_send_signal) from outside our pid namespace: si_code
+ * SI_USER, and si_pid 0, since the sender has no pid in ours.  Anything
+ * else is treated as coming from inside: kill() from a process here
+ * carries that process's pid, and a process cannot forge SI_USER for
+ * another one (rt_sigqueueinfo refuses si_code >= 0 to anyone but
+ * itself), while a signal the kernel raises for a process, such as the
+ * SIGIO or F_SETSIG signal of an fd it pointed at us with F_SETOWN, has
+ * an si_code of its own (POLL_IN, SI_KERNEL...).
  */
-static bool from_inside(const siginfo_t *info)
+static bool from_engine(const siginfo_t *info)
 {
-	return (info->si_code == SI_USER || info->si_code == SI_QUEUE ||
-		info->si_code == SI_TKILL) && info->si_pid != 0;
+	return info->si_code == SI_USER && info->si_pid == 0;
 }
 
 int agent_sleep(int argc, char **argv)
@@ -106,7 +113,7 @@ int agent_sleep(int argc, char **argv)
 		 * kernel already drops SIGKILL and SIGSTOP sent to a
 		 * namespace's init from within it.
 		 */
-		if (sig != SIGCHLD && getpid() == 1 && from_inside(&info))
+		if (sig != SIGCHLD && getpid() == 1 && !from_engine(&info))
 			continue;
 		if (sig != SIGCHLD)
 			return 0;
@@ -149,21 +156,28 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 		return -1;
 	}
 	o->tag = argv[2];
-	i = 3;
-	if (i < argc && !strcmp(argv[i], "--deadline-ms")) {
-		if (i + 1 >= argc || parse_ms(argv[i + 1], &o->deadline_ms)) {
-			agent_err("--deadline-ms wants 0..%llu",
-				  DEADLINE_MAX_MS);
-			return -1;
+	for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--kill-leftovers")) {
+			o->kill_leftovers = true;
+		} else if (!strcmp(argv[i], "--deadline-ms")) {
+			if (i + 1 >= argc ||
+			    parse_ms(argv[i + 1], &o->deadline_ms)) {
+				agent_err("--deadline-ms wants 0..%llu",
+					  DEADLINE_MAX_MS);
+				return -1;
+			}
+			i++;
+		} else {
+			goto usage;
 		}
-		i += 2;
 	}
-	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc)
+	if (i >= argc || i + 1 >= argc)
 		goto usage;
 	o->argv = argv + i + 1;
 	return 0;
 usage:
-	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] -- ARGV...");
+	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] "
+		  "[--kill-leftovers] -- ARGV...");
 	return -1;
 }
 
@@ -285,7 +299,8 @@ static void report_exec_failure(const char *name, int err)
 	}
 }
 
-static void __attribute__((noreturn)) child_exec(char **argv)
+static void __attribute__((noreturn))
+child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
 {
 	sigset_t none;
 	int sig, err;
@@ -298,6 +313,13 @@ static void __attribute__((noreturn)) child_exec(char **argv)
 	 * a group leader.
 	 */
 	setsid();
+	/*
+	 * From here on nothing the command starts can signal us: we stay
+	 * alive, a subreaper, for as long as the command runs, so all it
+	 * starts stays in our tree for the deadline and "kill" to find.
+	 * Failure (old kernel) is not fatal: the command runs as before.
+	 */
+	confine_command(agent, agent_pgrp);
 	for (sig = 1; sig < NSIG; sig++)
 		default_signal(sig);
 	/*
@@ -389,6 +411,24 @@ static int wait_signal(const sigset_t *set, const struct timespec *deadline)
 	}
 }
 
+/*
+ * The main child of a command given secrets is gone: end whatever it left
+ * behind, which as our descendants still have the secrets in their
+ * environment, and say so (stderr, one line) if there was anything.
+ */
+static void kill_leftovers(void)
+{
+	static const char line[] = "hutch: the command was given secrets: the "
+				   "processes it left running were stopped\n";
+	size_t killed = 0;
+
+	if (proctree_kill_descendants(getpid(), &killed) < 0)
+		agent_err("not all it left running could be stopped");
+	if (killed && write(STDERR_FILENO, line, sizeof(line) - 1) < 0) {
+		/* Nowhere left to report it. */
+	}
+}
+
 static int supervise(pid_t child, const struct run_opts *o,
 		     const sigset_t *set, const struct timespec *deadline)
 {
@@ -399,10 +439,15 @@ static int supervise(pid_t child, const struct run_opts *o,
 		 * Return as soon as the main child is gone, without waiting for
 		 * background descendants: they re-parent to the container's
 		 * init when we exit, so servers started with '&' keep running.
+		 * Unless the command was given secrets: then nothing it
+		 * started outlives it (README, "Secrets").
 		 */
 		code = reap(child);
-		if (code >= 0)
+		if (code >= 0) {
+			if (o->kill_leftovers)
+				kill_leftovers();
 			return code;
+		}
 		sig = wait_signal(set, o->deadline_ms ? deadline : NULL);
 		if (sig == 0) {
 			/*
@@ -410,12 +455,12 @@ static int supervise(pid_t child, const struct run_opts *o,
 			 * run "kill".  Our zombies stay unreaped meanwhile; the
 			 * tree walk skips them and init inherits them.
 			 */
-			proctree_kill_descendants(getpid());
+			proctree_kill_descendants(getpid(), NULL);
 			return AGENT_EXIT_DEADLINE;
 		}
 		if (sig < 0) {
 			agent_err("waiting for signals: %m");
-			proctree_kill_descendants(getpid());
+			proctree_kill_descendants(getpid(), NULL);
 			return AGENT_EXIT_INTERNAL;
 		}
 		if (sig != SIGCHLD)
@@ -484,7 +529,7 @@ int agent_run(int argc, char **argv)
 	struct run_opts o = { 0 };
 	struct timespec deadline = { 0 };
 	sigset_t set;
-	pid_t child;
+	pid_t child, self, pgrp;
 	long long ooms;
 	int code;
 
@@ -504,6 +549,13 @@ int agent_run(int argc, char **argv)
 		agent_err("PR_SET_CHILD_SUBREAPER: %m");
 		return AGENT_EXIT_INTERNAL;
 	}
+	/*
+	 * Not dumpable: the command, as the same user, could otherwise
+	 * ptrace us or write our memory through /proc/PID/mem and so end us
+	 * without a signal (confine.c covers the signals), or read our
+	 * environment, secrets included.  Both then need CAP_SYS_PTRACE.
+	 */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	default_signal(SIGCHLD);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -523,13 +575,15 @@ int agent_run(int argc, char **argv)
 		deadline_from_now(o.deadline_ms, &deadline);
 
 	ooms = oom_kills();
+	self = getpid();
+	pgrp = getpgrp();
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
 		return AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
-		child_exec(o.argv);
+		child_exec(o.argv, self, pgrp);
 	code = supervise(child, &o, &set, &deadline);
 	/* The count is the container's: a kill while this command ran may
 	 * have hit a command running beside it, which the line says. */

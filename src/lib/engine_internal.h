@@ -75,6 +75,9 @@ struct hutch_cancel {
 
 /* Returns non-zero to abort the transfer. */
 typedef int (*hutch__sink_fn)(const char *data, size_t len, void *payload);
+/* The request's deadline passed: a new deadline (monotonic ms, later than
+ * now) to go on reading, or 0 to stop with HUTCH_ETIMEOUT. */
+typedef unsigned long long (*hutch__deadline_fn)(void *payload);
 /* Like a curl read callback: bytes written to buf, 0 at the end, or
  * (size_t)-1 to abort. */
 typedef size_t (*hutch__source_fn)(char *buf, size_t len, void *payload);
@@ -91,6 +94,7 @@ typedef struct {
 	hutch__sink_fn sink;       /* streamed 2xx answer (instead of collecting) */
 	void *sink_payload;
 	unsigned long long deadline_ms; /* monotonic; 0: none */
+	hutch__deadline_fn on_deadline; /* may be NULL; gets sink_payload */
 	const hutch_cancel *cancel;
 	const char *header;        /* an answer header to keep (its name), or
 				      NULL; "HEAD" asks for no body */

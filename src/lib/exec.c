@@ -31,8 +31,23 @@
 /* The agent's own deadline trails hutch's, so it only acts when the hutch
  * process that should have killed the command has vanished. */
 #define AGENT_BACKSTOP_MS 2000
+/* The agent's exit code when that deadline acted (AGENT_EXIT_DEADLINE in
+ * src/agent/agent.h). */
+#define AGENT_EXIT_DEADLINE 124
 /* How long exec inspect may keep saying "running" after the stream ended. */
 #define INSPECT_WAIT_MS 10000
+/* Once the command was killed or had ended by itself, how long the stream
+ * may take to end: Docker holds it up to 2 s after the exec's process
+ * exited while a background process still has the command's output open. */
+#define DRAIN_MS 5000
+/* How long the engine may say an exec runs while no process of it can be
+ * found: it starts the stream before the process, which can take a while
+ * on a loaded machine. */
+#define STOP_WAIT_MS 30000
+/* How long an exec that neither runs nor has a pid (Podman's answer both
+ * before its process starts and after it ended) must stay so before it is
+ * taken as ended. */
+#define UNSURE_MS 1000
 #define MAX_ARGS 4096
 
 struct hutch_exec_result {
@@ -169,6 +184,13 @@ struct run {
 	int stopped;          /* the caller's callback asked to stop */
 	int streamed;         /* exec start answered 2xx: a stream began */
 	int oom;
+	/* After the timeout passed (on_deadline): */
+	int stopping;         /* the command is being stopped */
+	int killed;           /* its agent was found and killed, with its tree */
+	int ended;            /* times it was found to have ended by itself */
+	int stop_failed;      /* the kill could not run */
+	hutch_error *stop_err;
+	unsigned long long backstop; /* when the agent's own deadline acts */
 	/* The end of stderr as the agent wrote it: where its out-of-memory
 	 * line is looked for. */
 	char errtail[320];
@@ -333,6 +355,11 @@ static json_object *exec_body(const struct run *r)
 	json_object_array_add(cmd, json_object_new_string(r->tag));
 	json_object_array_add(cmd, json_object_new_string("--deadline-ms"));
 	json_object_array_add(cmd, json_object_new_string(deadline));
+	/* A command given secrets leaves nothing running behind it: its
+	 * leftovers would keep the values in their environment (README). */
+	if (sec && sec->count)
+		json_object_array_add(
+			cmd, json_object_new_string("--kill-leftovers"));
 	json_object_array_add(cmd, json_object_new_string("--"));
 	for (size_t i = 0; i < o->argc; i++)
 		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
@@ -395,14 +422,16 @@ static int exec_create(struct run *r, json_object *body, char *id, size_t idsz,
  * the stream was read, the engine's error before it started, or ETIMEOUT /
  * ECANCELLED / EFAILED; `*streamed` says whether a stream began. */
 static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
-		      unsigned long long deadline, const hutch_cancel *cancel,
-		      int *streamed, const char *what, hutch_error **err)
+		      unsigned long long deadline,
+		      hutch__deadline_fn on_deadline,
+		      const hutch_cancel *cancel, int *streamed,
+		      const char *what, hutch_error **err)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	hutch__request req = {
 		.method = "POST", .body = body, .body_len = sizeof(body) - 1,
 		.sink = sink, .sink_payload = r, .deadline_ms = deadline,
-		.cancel = cancel,
+		.on_deadline = on_deadline, .cancel = cancel,
 	};
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char path[192];
@@ -469,7 +498,9 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
 }
 
 /* Run the agent's kill in a second exec: it finds the command's agent by
- * its tag and kills every process under it, then the agent. */
+ * its tag and kills every process under it, then the agent.  0 when it
+ * did, 1 when there was no agent with that tag (not started yet, or
+ * already gone), or a negative code. */
 static int kill_tree(struct run *r, hutch_error **err)
 {
 	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
@@ -496,20 +527,131 @@ static int kill_tree(struct run *r, hutch_error **err)
 	if (rc < 0)
 		return rc;
 	/* The agent's kill is bounded; so is our wait for it. */
-	rc = exec_start(r, kill_id, NULL, hutch__now_ms() + 30000, NULL, &streamed,
-			"start kill exec", err);
+	rc = exec_start(r, kill_id, NULL, hutch__now_ms() + 30000, NULL, NULL,
+			&streamed, "start kill exec", err);
 	if (rc < 0)
 		return rc;
-	/* 0: the tree is gone; 3: the agent had already finished.  Anything
-	 * else (126: the runtime could not start the killer, as in a
-	 * container whose pids limit is full) means it may still run. */
+	/* 0: the tree is gone; 3: no agent with the tag.  Anything else
+	 * (126: the runtime could not start the killer, as in a container
+	 * whose pids limit is full) means it may still run. */
 	rc = exec_exit_code(r, kill_id, &code, err);
 	if (rc < 0)
 		return rc;
-	if (code != 0 && code != 3)
+	if (code == 3)
+		return 1;
+	if (code != 0)
 		return hutch__error_set(err, HUTCH_EFAILED,
 					"the in-container kill exited %d", code);
 	return 0;
+}
+
+enum { EXEC_RUNS, EXEC_ENDED, EXEC_UNSURE };
+
+/* One look at the exec.  ENDED: it does not run and the engine gives its
+ * exit code and the pid it had (Docker).  UNSURE: it does not run and has
+ * no pid, which is Podman's answer both before its process started and
+ * after it ended. */
+static int exec_state(struct run *r, hutch_error **err)
+{
+	json_object *out = NULL, *v;
+	char path[192];
+	int rc, running, coded, pid;
+
+	snprintf(path, sizeof(path), "/exec/%s/json", r->exec_id);
+	rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
+				&out, NULL, "inspect exec", err);
+	if (rc < 0)
+		return rc;
+	running = out && json_object_object_get_ex(out, "Running", &v) &&
+		  json_object_get_boolean(v);
+	coded = out && json_object_object_get_ex(out, "ExitCode", &v) &&
+		json_object_is_type(v, json_type_int);
+	pid = out && json_object_object_get_ex(out, "Pid", &v) ?
+		      json_object_get_int(v) :
+		      0;
+	json_object_put(out);
+	if (running)
+		return EXEC_RUNS;
+	return coded && pid > 0 ? EXEC_ENDED : EXEC_UNSURE;
+}
+
+#define STOP_KILLED 1
+#define STOP_ENDED 2
+
+/* The command must not run on.  STOP_KILLED: its agent was found and
+ * killed with everything under it; STOP_ENDED: there was nothing to kill,
+ * it had ended by itself; or a negative code when the kill could not be
+ * done.  Never "killed" without having found the agent: the engine starts
+ * an exec's stream before its process, so a kill that finds no agent
+ * while the exec runs looks again until it finds one or the exec ends. */
+static int stop_command(struct run *r, hutch_error **err)
+{
+	unsigned long long give_up = hutch__now_ms() + STOP_WAIT_MS,
+			   unsure_since = 0, now;
+	unsigned int pause = 20;
+	int state, rc;
+
+	for (;;) {
+		state = exec_state(r, err);
+		if (state < 0)
+			return state;
+		now = hutch__now_ms();
+		if (state == EXEC_ENDED)
+			return STOP_ENDED;
+		if (state != EXEC_UNSURE)
+			unsure_since = 0;
+		else if (!unsure_since)
+			unsure_since = now;
+		else if (now - unsure_since >= UNSURE_MS)
+			return STOP_ENDED;
+		rc = kill_tree(r, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return STOP_KILLED;
+		if (hutch__now_ms() >= give_up)
+			return hutch__error_set(err, HUTCH_EFAILED,
+						"exec %.12s: the engine says it runs, but "
+						"its process was not found in %d s",
+						r->exec_id, STOP_WAIT_MS / 1000);
+		sleep_ms(pause);
+		if (pause < 200)
+			pause *= 2;
+	}
+}
+
+/* The timeout passed while the stream was open (hutch__request's
+ * on_deadline).  Inspect before calling it a timeout: a command that has
+ * ended may still have its stream held open by a background process it
+ * left (Docker keeps it up to 2 s).  The stream is read on meanwhile, so
+ * its end tells when the exec is really over. */
+static unsigned long long on_deadline(void *p)
+{
+	struct run *r = p;
+	hutch_error *e = NULL;
+	int rc;
+
+	/* Killed, or the agent's own deadline awaited, and the stream still
+	 * open: stop reading. */
+	if (r->killed || r->stop_failed)
+		return 0;
+	r->stopping = 1;
+	rc = stop_command(r, &e);
+	if (rc == STOP_KILLED) {
+		r->killed = 1;
+		return hutch__now_ms() + DRAIN_MS;
+	}
+	if (rc == STOP_ENDED)
+		/* Ended, and the stream still open after a drain: look once
+		 * more (in case Podman's "no pid" meant "not started"), then
+		 * stop reading. */
+		return r->ended++ < 2 ? hutch__now_ms() + DRAIN_MS : 0;
+	/* The kill could not run (a full pids limit refuses the exec): the
+	 * agent's own deadline, AGENT_BACKSTOP_MS after ours, ends the tree
+	 * without a new process.  Wait for that. */
+	r->stop_failed = 1;
+	r->stop_err = e;
+	return r->backstop + DRAIN_MS;
 }
 
 /* 1 when the session's container runs, 0 when it is stopped or gone. */
@@ -575,7 +717,7 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	unsigned long long t0 = hutch__now_ms(), deadline;
 	hutch_error *lerr = NULL;
 	size_t cap;
-	int rc, code = -1, attempt;
+	int rc, code = -1, attempt, cut_by_us = 0;
 
 	rc = validate(o, err);
 	if (rc < 0)
@@ -620,8 +762,10 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		if (rc == 0) {
 			deadline = o->timeout_ms ? hutch__now_ms() + o->timeout_ms : 0;
 			hutch__demux_init(&r.demux);
-			rc = exec_start(&r, r.exec_id, on_stream, deadline, o->cancel,
-					&r.streamed, "start exec", &lerr);
+			r.backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
+			rc = exec_start(&r, r.exec_id, on_stream, deadline,
+					on_deadline, o->cancel, &r.streamed,
+					"start exec", &lerr);
 		}
 		/* The container was gone or stopped before the command began:
 		 * nothing ran, so bringing the container back and trying once
@@ -641,34 +785,59 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		break;
 	}
 
-	if (rc == HUTCH_ETIMEOUT || rc == HUTCH_ECANCELLED || r.stopped) {
+	if (r.stopping) {
+		/* The timeout passed while the stream was open (on_deadline). */
+		if (r.killed) {
+			res->status = HUTCH_EXEC_TIMEOUT;
+			rc = 0;
+			goto done;
+		}
+		if (r.stop_failed && rc == HUTCH_ETIMEOUT &&
+		    container_alive(&r)) {
+			/* Not even the agent's own deadline ended it. */
+			rc = hutch__error_wrap(&r.stop_err,
+					       hutch_error_code(r.stop_err),
+					       "the command was not killed");
+			if (err) {
+				*err = r.stop_err;
+				r.stop_err = NULL;
+			}
+			goto out;
+		}
+		/* It ended by itself (or, when the kill could not run, by the
+		 * agent's own deadline: see below).  ETIMEOUT here only means
+		 * that we stopped waiting for a stream a leftover process held. */
+		if (rc == HUTCH_ETIMEOUT) {
+			hutch_error_free(lerr);
+			lerr = NULL;
+			cut_by_us = 1;
+			rc = 0;
+		}
+	} else if (rc == HUTCH_ECANCELLED || r.stopped) {
 		/* Our side stopped reading: make sure nothing keeps running. */
 		hutch_error *kerr = NULL;
+		int stop = stop_command(&r, &kerr);
 
-		res->status = rc == HUTCH_ETIMEOUT ? HUTCH_EXEC_TIMEOUT : HUTCH_EXEC_CANCELLED;
-		if (kill_tree(&r, &kerr) < 0 && container_alive(&r)) {
-			int ignored;
-			hutch_error *ierr = NULL;
-
-			/* A container whose pids limit is exhausted refuses the
-			 * kill exec.  After a timeout the agent's own deadline,
-			 * AGENT_BACKSTOP_MS later, ends the tree without starting
-			 * a process: wait for that before calling it killed. */
-			if (res->status != HUTCH_EXEC_TIMEOUT ||
-			    exec_exit_code(&r, r.exec_id, &ignored, &ierr) < 0) {
-				hutch_error_free(ierr);
-				rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
-						       "the command was not killed");
-				if (err)
-					*err = kerr;
-				else
-					hutch_error_free(kerr);
-				goto out;
-			}
+		if (stop == STOP_KILLED || (stop < 0 && !container_alive(&r))) {
+			hutch_error_free(kerr);
+			res->status = HUTCH_EXEC_CANCELLED;
+			rc = 0;
+			goto done;
 		}
-		hutch_error_free(kerr);
+		if (stop < 0) {
+			rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
+					       "the command was not killed");
+			if (err)
+				*err = kerr;
+			else
+				hutch_error_free(kerr);
+			goto out;
+		}
+		/* Nothing to kill: it had ended by itself, so say how. */
+		hutch_error_free(lerr);
+		lerr = NULL;
+		cut_by_us = 1;
 		rc = 0;
-		goto done;
 	}
 	if (r.oom) {
 		rc = hutch__error_oom(err);
@@ -693,7 +862,9 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	 * no longer runs all mean the sandbox went away under the command. */
 	{
 		hutch_error *ierr = NULL;
-		int cut = rc < 0 || !hutch__demux_at_boundary(&r.demux);
+		/* Where we stopped reading, a frame may well be half read. */
+		int cut = rc < 0 ||
+			  (!cut_by_us && !hutch__demux_at_boundary(&r.demux));
 		int got = exec_exit_code(&r, r.exec_id, &code, &ierr);
 
 		/* A SIGKILL death, a cut stream or a vanished exec is what a
@@ -733,10 +904,16 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		res->status = HUTCH_EXEC_OK;
 		res->exit_code = got == 1 ? code : -1;
 		res->oom = saw_oom(&r);
+		/* The kill could not run and the agent's own deadline ended the
+		 * command: its exit code says so. */
+		if (r.stop_failed && code == AGENT_EXIT_DEADLINE) {
+			res->status = HUTCH_EXEC_TIMEOUT;
+			res->exit_code = -1;
+		}
 		rc = 0;
 	}
 done:
-	flush_redaction(&r, res->status != HUTCH_EXEC_OK);
+	flush_redaction(&r, res->status != HUTCH_EXEC_OK || cut_by_us);
 	if (r.oom || finish_capture(&r, res) < 0) {
 		rc = hutch__error_oom(err);
 		goto out;
@@ -751,6 +928,7 @@ out:
 		hutch__error_redact(err ? *err : NULL, hutch__session_redaction(s));
 	}
 	hutch_error_free(lerr);
+	hutch_error_free(r.stop_err);
 	json_object_put(body);
 	hutch__redactor_free(&r.red[0]);
 	hutch__redactor_free(&r.red[1]);

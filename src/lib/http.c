@@ -269,7 +269,7 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 	CURLcode result = CURLE_OK;
 	CURLMsg *msg;
 	int running = 1, left, timeout;
-	unsigned long long now;
+	unsigned long long now, deadline = req->deadline_ms, next;
 
 	if (curl_multi_add_handle(c->multi, c->easy) != CURLM_OK)
 		return CURLE_FAILED_INIT;
@@ -292,14 +292,23 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 			}
 			timeout = 50; /* how soon a cancellation is noticed */
 		}
-		if (req->deadline_ms) {
+		if (deadline) {
 			now = hutch__now_ms();
-			if (now >= req->deadline_ms) {
-				*timed_out = 1;
-				break;
+			if (now >= deadline) {
+				/* The stream stays open meanwhile: what the
+				 * engine sends waits in the socket. */
+				next = 0;
+				if (req->on_deadline)
+					next = req->on_deadline(req->sink_payload);
+				if (next <= now) {
+					*timed_out = 1;
+					break;
+				}
+				deadline = next;
+				continue;
 			}
-			if (req->deadline_ms - now < (unsigned long long)timeout)
-				timeout = (int)(req->deadline_ms - now);
+			if (deadline - now < (unsigned long long)timeout)
+				timeout = (int)(deadline - now);
 		}
 		if (curl_multi_poll(c->multi, NULL, 0, timeout, NULL) != CURLM_OK) {
 			result = CURLE_RECV_ERROR;
