@@ -25,11 +25,11 @@ work=${HUTCH_FUZZ_DIR:-/tmp/hutch-fuzz}
 declare -A sources=(
 	[demux]="src/lib/demux.c"
 	[engine]="src/lib/engine_errors.c src/lib/error.c src/lib/buf.c"
-	[jsonrpc]="src/mcp/jsonrpc.c"
+	[jsonrpc]="src/mcp/jsonrpc.c src/lib/utf8.c"
 	[path]="src/agent/fs_path.c"
 	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
 	[tar]="src/lib/sync_out.c src/lib/error.c src/lib/buf.c"
-	[redact]="src/lib/redact.c"
+	[redact]="src/lib/redact.c src/lib/utf8.c"
 	[timestamp]="src/lib/timestamp.c src/shared/base64.c"
 )
 declare -A libs=(
