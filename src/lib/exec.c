@@ -41,6 +41,10 @@ struct hutch_exec_result {
 	int oom;              /* the agent reported an OOM kill */
 	uint64_t duration_ms;
 	int retried;
+	/* The session's secrets when the command ran (a reference): what
+	 * hutch_exec_result_to_json shows of the command line is redacted
+	 * with them, as the output was. */
+	hutch__secrets *secrets;
 	struct {
 		char *data;
 		size_t len, head_len;
@@ -141,6 +145,7 @@ void hutch_exec_result_free(hutch_exec_result *r)
 		return;
 	free(r->out[0].data);
 	free(r->out[1].data);
+	hutch__secrets_free(r->secrets);
 	free(r);
 }
 
@@ -287,7 +292,28 @@ int hutch__random_hex(char *out, size_t outsz)
 	return 0;
 }
 
-static int validate(const hutch_exec_options *o, hutch_error **err)
+/* Refuse what the engine would change (see hutch__error_if_not_utf8); the
+ * message quotes the text with the session's secrets masked. */
+static int check_utf8(const hutch__secrets *set, const char *what, const char *s,
+		      hutch_error **err)
+{
+	size_t len = strlen(s), n;
+	char *clean;
+	int rc;
+
+	if (hutch__utf8_valid_len(s, len) == len)
+		return 0;
+	clean = hutch__redact_buffer(set, s, len, 0, &n);
+	if (!clean)
+		return hutch__error_oom(err);
+	rc = hutch__error_if_not_utf8(err, what, clean, n);
+	explicit_bzero(clean, n);
+	free(clean);
+	return rc;
+}
+
+static int validate(const hutch_exec_options *o, const hutch__secrets *set,
+		    hutch_error **err)
 {
 	if (!o || o->version != HUTCH_EXEC_OPTIONS_VERSION)
 		return hutch__error_set(err, HUTCH_EINVALID, "unsupported hutch_exec_options");
@@ -296,17 +322,29 @@ static int validate(const hutch_exec_options *o, hutch_error **err)
 	if (o->argc > MAX_ARGS)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"too many arguments (%zu, at most %d)", o->argc, MAX_ARGS);
-	for (size_t i = 0; i < o->argc; i++)
+	for (size_t i = 0; i < o->argc; i++) {
+		char what[40];
+		int rc;
+
 		if (!o->argv[i])
 			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
+		snprintf(what, sizeof(what), i ? "argument %zu" : "the command", i);
+		if ((rc = check_utf8(set, what, o->argv[i], err)) < 0)
+			return rc;
+	}
 	if (o->workdir && o->workdir[0] != '/')
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"working directory '%.200s' must be absolute", o->workdir);
-	for (size_t i = 0; i < o->env_count; i++)
+	if (o->workdir && check_utf8(set, "working directory", o->workdir, err) < 0)
+		return HUTCH_EINVALID;
+	for (size_t i = 0; i < o->env_count; i++) {
 		if (!o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
 			return hutch__error_set(err, HUTCH_EINVALID,
 						"invalid environment entry '%.80s': expected K=V",
 						o->env[i] ? o->env[i] : "");
+		if (check_utf8(set, "environment entry", o->env[i], err) < 0)
+			return HUTCH_EINVALID;
+	}
 	return 0;
 }
 
@@ -577,7 +615,7 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	size_t cap;
 	int rc, code = -1, attempt;
 
-	rc = validate(o, err);
+	rc = validate(o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s), err);
 	if (rc < 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
@@ -592,6 +630,8 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		r.sink[i].i = i;
 	}
 	res = calloc(1, sizeof(*res));
+	if (res && !(flags & HUTCH__EXEC_RAW))
+		res->secrets = hutch__secrets_ref(hutch__session_redaction(s));
 	if (res && (hutch__redactor_init(&r.red[0], flags & HUTCH__EXEC_RAW ? NULL :
 				hutch__session_redaction(s)) < 0 ||
 		    hutch__redactor_init(&r.red[1], flags & HUTCH__EXEC_RAW ? NULL :
@@ -828,8 +868,15 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 	if (!obj || !av)
 		goto out;
 	for (size_t i = 0; i < argc; i++) {
-		json_object *a = text(argv[i], strlen(argv[i]));
+		/* The command line can carry a secret ("curl -H 'Authorization:
+		 * $TOKEN'" expanded by the caller): masked as in the output. */
+		size_t n;
+		char *clean = hutch__redact_buffer(r->secrets, argv[i], strlen(argv[i]), 0, &n);
+		json_object *a = clean ? text(clean, n) : NULL;
 
+		if (clean)
+			explicit_bzero(clean, n);
+		free(clean);
 		if (!a)
 			goto out;
 		json_object_array_add(av, a);

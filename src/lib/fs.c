@@ -109,7 +109,8 @@ static int check_arg(const char *what, const char *s, hutch_error **err)
 		return hutch__error_set(err, HUTCH_ETOOBIG,
 					"%s is too long (%zu bytes, at most %u)",
 					what, len, FS_MAX_ARG);
-	return 0;
+	/* The engine would turn a bad byte into U+FFFD: another file. */
+	return hutch__error_if_not_utf8(err, what, s, len);
 }
 
 /* --- uploading texts ------------------------------------------------------- */
