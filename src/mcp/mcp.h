@@ -11,7 +11,8 @@
  *   server.c   the loop: dispatch, one worker thread per tools/call, the
  *              stdout lock, progress notifications and cancellation.
  *
- * Like the CLI, this code sees only the public headers <hutch/...>.
+ * Like the CLI, this code sees only the public headers <hutch/...> (and
+ * the pure UTF-8 helpers of src/lib/utf8.h, compiled in).
  */
 #ifndef HUTCH_MCP_H
 #define HUTCH_MCP_H
@@ -20,6 +21,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 #include <hutch/hutch.h>
+/* Pure UTF-8 helpers, shared with the library and the agent. */
+#include "../lib/utf8.h"
 
 /* --- limits ---------------------------------------------------------------- */
 

@@ -693,18 +693,28 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 	if (text_open(&t) < 0)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
+		char *own[3];
+		const char *name, *target, *line;
+
 		if (hutch_fs_result_entry(&e, res, i) < 0)
 			break;
+		/* Names come from the sandbox: a newline in one would read as
+		 * two entries.  structuredContent keeps them exact. */
+		name = hutch__utf8_shown(e.name ? e.name : e.path, 0, &own[0]);
+		target = hutch__utf8_shown(e.target ? e.target : "?", 0, &own[1]);
+		line = hutch__utf8_shown(e.text ? e.text : "", HUTCH__ESC_TEXT, &own[2]);
 		if (tool == 'g')
-			fprintf(t.f, "%s:%" PRIu64 ":%s\n", e.path, e.line, e.text ? e.text : "");
+			fprintf(t.f, "%s:%" PRIu64 ":%s\n", name, e.line, line);
 		else if (tool == 'f')
-			fprintf(t.f, "%s%s\n", e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+			fprintf(t.f, "%s%s\n", name, e.type == HUTCH_FS_DIR ? "/" : "");
 		else if (e.type == HUTCH_FS_SYMLINK)
 			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n", type_word(e.type), e.size,
-				e.name ? e.name : e.path, e.target ? e.target : "?");
+				name, target);
 		else
 			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n", type_word(e.type), e.size,
-				e.name ? e.name : e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+				name, e.type == HUTCH_FS_DIR ? "/" : "");
+		for (size_t k = 0; k < 3; k++)
+			free(own[k]);
 	}
 	if (n == 0)
 		fprintf(t.f, "%s\n", tool == 'g'   ? "no matches"
