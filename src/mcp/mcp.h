@@ -121,9 +121,11 @@ json_object *mcp_notification(const char *method, json_object *params);
 /* 1 when two request ids are the same id (same type, same value). */
 int mcp_id_equal(json_object *a, json_object *b);
 
-/* One line of JSON, no newline, as it goes on the wire.  Borrowed from
- * `obj`. */
-const char *mcp_to_wire(json_object *obj, size_t *len);
+/* One line of JSON, no newline, as it goes on the wire: borrowed from
+ * `obj`, or, when some string in it was not valid UTF-8 (a message cut in
+ * the middle of a character), a repaired copy (U+FFFD for each bad byte)
+ * that `*owned` holds for the caller to free.  NULL when out of memory. */
+const char *mcp_to_wire(json_object *obj, size_t *len, char **owned);
 
 /* --- argument schemas ------------------------------------------------------ */
 
