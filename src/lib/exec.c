@@ -238,6 +238,47 @@ static int saw_oom(const struct run *r)
 	return 0;
 }
 
+/* The kernel's limit on one argument or environment string, with its NUL
+ * (MAX_ARG_STRLEN, 32 pages): past it execve fails with E2BIG whatever the
+ * stack limit.  The total limit depends on the container's stack limit
+ * (a quarter of it), so only the engine can tell; see exec_too_long(). */
+#define KERNEL_MAX_ARG_STRLEN (32u * 4096u)
+
+/*
+ * The command line never reached a process: the runtime's execve of the
+ * agent (runc and crun report "exec PATH: argument list too long" on the
+ * exec's error stream and exit 1), or the agent's own execve of the
+ * command (it reports "cannot run": 126).  Both are hutch's failure to
+ * start the command, not the command's status.  A command printing the
+ * same words as its last stderr line and exiting the same way only makes
+ * its own result an error.
+ */
+static int exec_too_long(const struct run *r, int code)
+{
+	static const char runtime[] = "exec " HUTCH_AGENT_PATH ": argument list too long\n";
+	static const char agent[] = "': Argument list too long\n";
+	size_t n = r->errtail_len;
+
+	if (code == 1 && n >= sizeof(runtime) - 1 &&
+	    memcmp(r->errtail + n - (sizeof(runtime) - 1), runtime, sizeof(runtime) - 1) == 0)
+		return 1;
+	return code == 126 /* the agent's AGENT_EXIT_NOEXEC */ && n >= sizeof(agent) - 1 &&
+	       memcmp(r->errtail + n - (sizeof(agent) - 1), agent, sizeof(agent) - 1) == 0 &&
+	       memmem(r->errtail, n, "hutch: cannot run '", 19) != NULL;
+}
+
+/* Bytes execve copies for the command: its strings with their NULs. */
+static size_t exec_bytes(const hutch_exec_options *o)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < o->argc; i++)
+		total += strlen(o->argv[i]) + 1;
+	for (size_t i = 0; i < o->env_count; i++)
+		total += strlen(o->env[i]) + 1;
+	return total;
+}
+
 static int on_frame(int stream, const char *data, size_t len, void *p)
 {
 	struct run *r = p;
@@ -329,6 +370,13 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 		if (!o->argv[i])
 			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
 		snprintf(what, sizeof(what), i ? "argument %zu" : "the command", i);
+		/* Checked here, before the engine: its runtime's failure looks
+		 * like the command's own exit 1 (see exec_too_long()). */
+		if (strlen(o->argv[i]) >= KERNEL_MAX_ARG_STRLEN)
+			return hutch__error_set(err, HUTCH_ETOOBIG,
+						"%s is %zu bytes, over the kernel's limit of %u "
+						"for one argument; pass large data in a file",
+						what, strlen(o->argv[i]), KERNEL_MAX_ARG_STRLEN - 1);
 		if ((rc = check_utf8(set, what, o->argv[i], err)) < 0)
 			return rc;
 	}
@@ -344,6 +392,14 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 						o->env[i] ? o->env[i] : "");
 		if (check_utf8(set, "environment entry", o->env[i], err) < 0)
 			return HUTCH_EINVALID;
+		if (strlen(o->env[i]) >= KERNEL_MAX_ARG_STRLEN)
+			return hutch__error_set(err, HUTCH_ETOOBIG,
+						"environment entry %.*s is %zu bytes, over the "
+						"kernel's limit of %u for one string",
+						(int)(strchr(o->env[i], '=') - o->env[i]) > 64
+							? 64 : (int)(strchr(o->env[i], '=') - o->env[i]),
+						o->env[i], strlen(o->env[i]),
+						KERNEL_MAX_ARG_STRLEN - 1);
 	}
 	return 0;
 }
@@ -768,6 +824,15 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 				rc = hutch__error_set(err, HUTCH_EPROTO,
 						      "the exec stream ended inside a frame");
 			}
+			goto out;
+		}
+		if (got == 1 && exec_too_long(&r, code)) {
+			rc = hutch__error_set(err, HUTCH_ETOOBIG,
+					      "the command was not started: its arguments and "
+					      "environment (%zu bytes) are over the kernel's "
+					      "limit in the container (execve: argument list too "
+					      "long); pass large data in a file instead",
+					      exec_bytes(o));
 			goto out;
 		}
 		res->status = HUTCH_EXEC_OK;
