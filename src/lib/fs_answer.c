@@ -11,7 +11,11 @@
 
 /* --- secrets ----------------------------------------------------------------- */
 
-enum { CUT_NO, CUT_IF_ELLIPSIS, CUT_YES };
+enum {
+	CUT_NO,
+	CUT_IF_ELLIPSIS,
+	CUT_YES
+};
 
 /* One string of the answer, redacted in place.  Texts the agent cut short
  * (a grep line over its cap, which then ends in "...", a read over
@@ -23,7 +27,8 @@ static int redact_string(json_object *v, const hutch__secrets *set, int mode)
 	int cut = mode == CUT_YES, rc;
 	char *clean;
 
-	if (mode == CUT_IF_ELLIPSIS && len >= 3 && memcmp(str + len - 3, "...", 3) == 0) {
+	if (mode == CUT_IF_ELLIPSIS && len >= 3 &&
+	    memcmp(str + len - 3, "...", 3) == 0) {
 		keep = 3;
 		cut = 1;
 	}
@@ -66,19 +71,74 @@ static int redact_json(json_object *v, const hutch__secrets *set, int truncated,
 		return redact_string(v, set, CUT_NO);
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(v); i++)
-			if (redact_json(json_object_array_get_idx(v, i), set, truncated,
-					key, depth + 1) < 0)
+			if (redact_json(json_object_array_get_idx(v, i), set,
+					truncated, key, depth + 1) < 0)
 				return -1;
 		return 0;
 	case json_type_object: {
-		json_object_object_foreach(v, k, child) {
-			if (redact_json(child, set, truncated, k, depth + 1) < 0)
+		json_object_object_foreach(v, k, child)
+		{
+			if (redact_json(child, set, truncated, k, depth + 1) <
+			    0)
 				return -1;
 		}
 		return 0;
 	}
 	default:
 		return 0;
+	}
+}
+
+/* The same for the keys of every object, which json-c cannot rename in
+ * place: an impostor agent could send a file's text as a key.  Returns a
+ * new reference (the same value when nothing needed a change), NULL out of
+ * memory. */
+static json_object *redact_keys(json_object *v, const hutch__secrets *set,
+				int depth)
+{
+	json_object *out;
+
+	if (depth > 16)
+		return json_object_get(v);
+	switch (json_object_get_type(v)) {
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *child =
+				redact_keys(json_object_array_get_idx(v, i),
+					    set, depth + 1);
+
+			/* put_idx releases the old element, the same one
+			 * when nothing changed (redact_keys took a
+			 * reference). */
+			if (!child ||
+			    json_object_array_put_idx(v, i, child) < 0) {
+				json_object_put(child);
+				return NULL;
+			}
+		}
+		return json_object_get(v);
+	case json_type_object:
+		out = json_object_new_object();
+		if (!out)
+			return NULL;
+		json_object_object_foreach(v, k, child)
+		{
+			char *key = hutch__redact_buffer(set, k, strlen(k), 0,
+							 NULL);
+			json_object *c = redact_keys(child, set, depth + 1);
+
+			if (!key || !c ||
+			    json_object_object_add(out, key, c) < 0) {
+				free(key);
+				json_object_put(c);
+				json_object_put(out);
+				return NULL;
+			}
+			free(key);
+		}
+		return out;
+	default:
+		return json_object_get(v);
 	}
 }
 
@@ -92,7 +152,8 @@ struct cur {
 
 static void ws(struct cur *c)
 {
-	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' ||
+				 *c->p == '\n' || *c->p == '\r'))
 		c->p++;
 }
 
@@ -132,7 +193,8 @@ static int skip_value(struct cur *c, int max_depth, size_t *nodes)
 	if (*c->p != '{' && *c->p != '[' && *c->p != '"') {
 		const char *s = c->p;
 
-		while (c->p < c->end && *c->p && strchr("0123456789+-.eEtruefalsn", *c->p))
+		while (c->p < c->end && *c->p &&
+		       strchr("0123456789+-.eEtruefalsn", *c->p))
 			c->p++;
 		(*nodes)++;
 		return c->p > s ? 0 : -1;
@@ -179,13 +241,16 @@ static uint32_t arena_add(struct hutch_fs_result *r, const char *s, size_t n)
 {
 	uint32_t len = (uint32_t)n, ref = (uint32_t)r->arena.len + 1;
 
-	if (n > UINT32_MAX - 8 || hutch__buf_add(&r->arena, &len, sizeof(len)) < 0 ||
-	    hutch__buf_add(&r->arena, s, n) < 0 || hutch__buf_add(&r->arena, "", 1) < 0)
+	if (n > UINT32_MAX - 8 ||
+	    hutch__buf_add(&r->arena, &len, sizeof(len)) < 0 ||
+	    hutch__buf_add(&r->arena, s, n) < 0 ||
+	    hutch__buf_add(&r->arena, "", 1) < 0)
 		return 0;
 	return ref;
 }
 
-const char *hutch__fs_answer_str(const struct hutch_fs_result *r, uint32_t ref, size_t *len)
+const char *hutch__fs_answer_str(const struct hutch_fs_result *r, uint32_t ref,
+				 size_t *len)
 {
 	uint32_t n;
 
@@ -201,7 +266,8 @@ const char *hutch__fs_answer_str(const struct hutch_fs_result *r, uint32_t ref, 
 static int add_entry(struct hutch_fs_result *r, const char *s, size_t n,
 		     const hutch__secrets *set, const char **why)
 {
-	static const char *const keys[] = { "path", "name", "type", "target", "text" };
+	static const char *const keys[] = { "path", "name", "type", "target",
+					    "text" };
 	struct hutch__fs_entry e = { 0 };
 	json_object *obj = hutch__json_parse(s, n), *v;
 	int rc = -1;
@@ -229,24 +295,41 @@ static int add_entry(struct hutch_fs_result *r, const char *s, size_t n,
 			}
 		}
 		switch (k) {
-		case 0: e.path = ref; break;
-		case 1: e.name = ref; break;
-		case 2: e.type = ref; break;
-		case 3: e.target = ref; break;
-		default: e.text = ref; break;
+		case 0:
+			e.path = ref;
+			break;
+		case 1:
+			e.name = ref;
+			break;
+		case 2:
+			e.type = ref;
+			break;
+		case 3:
+			e.target = ref;
+			break;
+		default:
+			e.text = ref;
+			break;
 		}
 	}
-	if (json_object_object_get_ex(obj, "size", &v) && json_object_is_type(v, json_type_int)) {
+	if (json_object_object_get_ex(obj, "size", &v) &&
+	    json_object_is_type(v, json_type_int)) {
 		e.has |= HUTCH__FS_HAS_SIZE;
-		e.size = json_object_get_int64(v) < 0 ? 0 : (uint64_t)json_object_get_int64(v);
+		e.size = json_object_get_int64(v) < 0 ?
+				 0 :
+				 (uint64_t)json_object_get_int64(v);
 	}
-	if (json_object_object_get_ex(obj, "line", &v) && json_object_is_type(v, json_type_int)) {
+	if (json_object_object_get_ex(obj, "line", &v) &&
+	    json_object_is_type(v, json_type_int)) {
 		e.has |= HUTCH__FS_HAS_LINE;
-		e.line = json_object_get_int64(v) < 0 ? 0 : (uint64_t)json_object_get_int64(v);
+		e.line = json_object_get_int64(v) < 0 ?
+				 0 :
+				 (uint64_t)json_object_get_int64(v);
 	}
 	if (r->count == r->alloc) {
 		size_t alloc = r->alloc ? r->alloc * 2 : 64;
-		struct hutch__fs_entry *more = realloc(r->entries, alloc * sizeof(*more));
+		struct hutch__fs_entry *more =
+			realloc(r->entries, alloc * sizeof(*more));
 
 		if (!more) {
 			rc = -2;
@@ -277,7 +360,8 @@ static int parse_entries(struct hutch_fs_result *r, struct cur *c,
 		ws(c);
 		s = c->p;
 		/* Flat objects only: one level of nesting. */
-		if (c->p >= c->end || *c->p != '{' || skip_value(c, 1, &nodes) < 0) {
+		if (c->p >= c->end || *c->p != '{' ||
+		    skip_value(c, 1, &nodes) < 0) {
 			*why = "an entry is not a flat object";
 			return -1;
 		}
@@ -310,11 +394,13 @@ static int json_str(hutch_buf *b, const char *s, size_t n)
 		const char *out = esc;
 		size_t olen = 2;
 
-		if (k > 1 || (k == 1 && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\')) {
+		if (k > 1 ||
+		    (k == 1 && u[i] >= 0x20 && u[i] != '"' && u[i] != '\\')) {
 			/* A run of bytes that go as they are. */
 			for (run = i; run < n; run += k) {
 				k = hutch__utf8_seq_len(u + run, n - run);
-				if (k == 0 || (k == 1 && (u[run] < 0x20 || u[run] == '"' ||
+				if (k == 0 || (k == 1 && (u[run] < 0x20 ||
+							  u[run] == '"' ||
 							  u[run] == '\\')))
 					break;
 			}
@@ -352,15 +438,18 @@ static int json_str(hutch_buf *b, const char *s, size_t n)
 	return hutch__buf_add(b, "\"", 1);
 }
 
-static int member_str(hutch_buf *b, const struct hutch_fs_result *r, const char *key,
-		      uint32_t ref)
+static int member_str(hutch_buf *b, const struct hutch_fs_result *r,
+		      const char *key, uint32_t ref)
 {
 	size_t n;
 	const char *s = hutch__fs_answer_str(r, ref, &n);
 
 	if (!s)
 		return 0;
-	return hutch__buf_printf(b, ",\"%s\":", key) < 0 || json_str(b, s, n) < 0 ? -1 : 0;
+	return hutch__buf_printf(b, ",\"%s\":", key) < 0 ||
+			       json_str(b, s, n) < 0 ?
+		       -1 :
+		       0;
 }
 
 static int entries_json(hutch_buf *b, const struct hutch_fs_result *r)
@@ -376,15 +465,20 @@ static int entries_json(hutch_buf *b, const struct hutch_fs_result *r)
 		/* The agent's order of members: path, name, type, size,
 		 * target for ls; path, type for find; path, line, text for
 		 * grep. */
-		if (hutch__buf_add(b, i ? ",{\"path\":" : "{\"path\":", i ? 9 : 8) < 0 ||
-		    json_str(b, path, n) < 0 || member_str(b, r, "name", e->name) < 0 ||
+		if (hutch__buf_add(b, i ? ",{\"path\":" : "{\"path\":",
+				   i ? 9 : 8) < 0 ||
+		    json_str(b, path, n) < 0 ||
+		    member_str(b, r, "name", e->name) < 0 ||
 		    member_str(b, r, "type", e->type) < 0 ||
 		    (e->has & HUTCH__FS_HAS_SIZE &&
-		     hutch__buf_printf(b, ",\"size\":%llu", (unsigned long long)e->size) < 0) ||
+		     hutch__buf_printf(b, ",\"size\":%llu",
+				       (unsigned long long)e->size) < 0) ||
 		    member_str(b, r, "target", e->target) < 0 ||
 		    (e->has & HUTCH__FS_HAS_LINE &&
-		     hutch__buf_printf(b, ",\"line\":%llu", (unsigned long long)e->line) < 0) ||
-		    member_str(b, r, "text", e->text) < 0 || hutch__buf_add(b, "}", 1) < 0)
+		     hutch__buf_printf(b, ",\"line\":%llu",
+				       (unsigned long long)e->line) < 0) ||
+		    member_str(b, r, "text", e->text) < 0 ||
+		    hutch__buf_add(b, "}", 1) < 0)
 			return -1;
 	}
 	return hutch__buf_add(b, "]", 1);
@@ -398,31 +492,41 @@ static int to_json(struct hutch_fs_result *r, size_t cap)
 
 	if (hutch__buf_add(&b, "{", 1) < 0)
 		goto fail;
-	json_object_object_foreach(r->doc, key, v) {
+	json_object_object_foreach(r->doc, key, v)
+	{
 		if (r->has_entries && i == r->entries_at) {
-			if ((!first && hutch__buf_add(&b, ",", 1) < 0) || entries_json(&b, r) < 0)
+			if ((!first && hutch__buf_add(&b, ",", 1) < 0) ||
+			    entries_json(&b, r) < 0)
 				goto fail;
 			first = 0;
 		}
 		i++;
-		if ((!first && hutch__buf_add(&b, ",", 1) < 0) || json_str(&b, key, strlen(key)) < 0 ||
+		if ((!first && hutch__buf_add(&b, ",", 1) < 0) ||
+		    json_str(&b, key, strlen(key)) < 0 ||
 		    hutch__buf_add(&b, ":", 1) < 0 ||
-		    hutch__buf_addstr(&b, json_object_to_json_string_ext(
-						   v, JSON_C_TO_STRING_PLAIN |
-							      JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+		    hutch__buf_addstr(
+			    &b,
+			    json_object_to_json_string_ext(
+				    v,
+				    JSON_C_TO_STRING_PLAIN |
+					    JSON_C_TO_STRING_NOSLASHESCAPE)) <
+			    0)
 			goto fail;
 		first = 0;
 	}
 	if (r->has_entries && i == r->entries_at &&
-	    ((!first && hutch__buf_add(&b, ",", 1) < 0) || entries_json(&b, r) < 0))
+	    ((!first && hutch__buf_add(&b, ",", 1) < 0) ||
+	     entries_json(&b, r) < 0))
 		goto fail;
 	if (hutch__buf_add(&b, "}", 1) < 0)
 		goto fail;
 	r->json = hutch__buf_detach(&b, &r->json_len);
-	if (r->json && hutch__utf8_valid_len(r->json, r->json_len) != r->json_len) {
+	if (r->json &&
+	    hutch__utf8_valid_len(r->json, r->json_len) != r->json_len) {
 		/* A member json-c wrote as it got it: bytes of 0x80 and up are
 		 * only inside strings, so repairing keeps the JSON's shape. */
-		char *fixed = hutch__utf8_repair(r->json, r->json_len, &r->json_len);
+		char *fixed =
+			hutch__utf8_repair(r->json, r->json_len, &r->json_len);
 
 		free(r->json);
 		r->json = fixed;
@@ -475,16 +579,19 @@ static int parse(struct hutch_fs_result *r, const char *data, size_t len,
 					goto out;
 				rc = -1;
 			} else {
-				if (skip_value(&c, HUTCH__FS_MAX_DEPTH, &nodes) < 0)
+				if (skip_value(&c, HUTCH__FS_MAX_DEPTH,
+					       &nodes) < 0)
 					goto out;
 				if (nodes > HUTCH__FS_MAX_NODES) {
 					*why = "the answer holds too many values";
 					goto out;
 				}
-				if ((members && hutch__buf_add(&rest, ",", 1) < 0) ||
+				if ((members &&
+				     hutch__buf_add(&rest, ",", 1) < 0) ||
 				    hutch__buf_add(&rest, k, klen) < 0 ||
 				    hutch__buf_add(&rest, ":", 1) < 0 ||
-				    hutch__buf_add(&rest, v, (size_t)(c.p - v)) < 0)
+				    hutch__buf_add(&rest, v,
+						   (size_t)(c.p - v)) < 0)
 					goto oom;
 				members++;
 			}
@@ -501,12 +608,29 @@ static int parse(struct hutch_fs_result *r, const char *data, size_t len,
 	r->doc = hutch__json_parse(rest.data, rest.len);
 	if (!r->doc || !json_object_is_type(r->doc, json_type_object))
 		goto out;
+	/* An entry list goes through the records only: a second one, or
+	 * one spelt with escapes or not as an array, would show entries the
+	 * records do not hold. */
+	if (json_object_object_get_ex(r->doc, "entries", NULL) ||
+	    json_object_object_get_ex(r->doc, "matches", NULL)) {
+		*why = "the answer has more than one entry list";
+		goto out;
+	}
 	/* "truncated" says whether a read's content was cut short. */
-	if (set && redact_json(r->doc, set,
-			       json_object_object_get_ex(r->doc, "truncated", &t) &&
-				       json_object_get_boolean(t),
-			       NULL, 0) < 0)
+	if (set &&
+	    redact_json(r->doc, set,
+			json_object_object_get_ex(r->doc, "truncated", &t) &&
+				json_object_get_boolean(t),
+			NULL, 0) < 0)
 		goto oom;
+	if (set) {
+		json_object *clean = redact_keys(r->doc, set, 0);
+
+		if (!clean)
+			goto oom;
+		json_object_put(r->doc);
+		r->doc = clean;
+	}
 	/* The JSON is at most the answer re-encoded: each byte of a string
 	 * grows to at most six (\u00XX), each entry by its keys. */
 	if (to_json(r, 6 * len + 64 * r->count + 64) < 0)
@@ -520,8 +644,9 @@ out:
 	return rc;
 }
 
-int hutch__fs_answer_parse(struct hutch_fs_result **out, const char *data, size_t len,
-			   const hutch__secrets *set, const char **why)
+int hutch__fs_answer_parse(struct hutch_fs_result **out, const char *data,
+			   size_t len, const hutch__secrets *set,
+			   const char **why)
 {
 	struct hutch_fs_result *r = calloc(1, sizeof(*r));
 	int rc;

@@ -33,21 +33,24 @@ struct hutch__fs_entry {
 	/* Offsets + 1 into the arena of a length-prefixed string; 0 when
 	 * the entry has no such member. */
 	uint32_t path, name, type, target, text;
-	uint32_t has;     /* HUTCH__FS_HAS_SIZE, HUTCH__FS_HAS_LINE */
+	uint32_t has; /* HUTCH__FS_HAS_SIZE, HUTCH__FS_HAS_LINE */
 	uint64_t size, line;
 };
 
-enum { HUTCH__FS_HAS_SIZE = 1, HUTCH__FS_HAS_LINE = 2 };
+enum {
+	HUTCH__FS_HAS_SIZE = 1,
+	HUTCH__FS_HAS_LINE = 2
+};
 
 struct hutch_fs_result {
-	json_object *doc;       /* the members other than the entries */
+	json_object *doc; /* the members other than the entries */
 	struct hutch__fs_entry *entries;
 	size_t count, alloc;
-	int has_entries;        /* the answer had an entry list */
-	char *entries_key;      /* "entries" or "matches" */
-	size_t entries_at;      /* members of doc before it */
+	int has_entries;   /* the answer had an entry list */
+	char *entries_key; /* "entries" or "matches" */
+	size_t entries_at; /* members of doc before it */
 	hutch_buf arena;
-	char *json;             /* the whole result, as the CLI's --json shows it */
+	char *json; /* the whole result, as the CLI's --json shows it */
 	size_t json_len;
 };
 
@@ -58,8 +61,9 @@ struct hutch_fs_result {
  * expected shape or passes a limit (`*why` says what, static), -2 out of
  * memory.
  */
-int hutch__fs_answer_parse(struct hutch_fs_result **out, const char *data, size_t len,
-			   const hutch__secrets *set, const char **why);
+int hutch__fs_answer_parse(struct hutch_fs_result **out, const char *data,
+			   size_t len, const hutch__secrets *set,
+			   const char **why);
 
 /* An entry's string member (NUL-terminated, borrowed) and its length (may
  * be NULL), or NULL when absent. */

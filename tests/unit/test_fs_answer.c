@@ -25,7 +25,8 @@ static const char *refused(const char *s)
 	struct hutch_fs_result *r = NULL;
 	const char *why = NULL;
 
-	cr_assert_eq(hutch__fs_answer_parse(&r, s, strlen(s), NULL, &why), -1, "%.200s", s);
+	cr_assert_eq(hutch__fs_answer_parse(&r, s, strlen(s), NULL, &why), -1,
+		     "%.200s", s);
 	cr_assert_null(r);
 	cr_assert_not_null(why);
 	return why;
@@ -48,11 +49,13 @@ Test(fs_answer, round_trip)
 
 	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
 		struct hutch_fs_result *r = parse(answers[i], NULL);
-		json_object *a = hutch__json_parse(answers[i], strlen(answers[i]));
+		json_object *a =
+			hutch__json_parse(answers[i], strlen(answers[i]));
 		json_object *b = hutch__json_parse(r->json, r->json_len);
 
 		cr_assert_not_null(b, "%s", r->json);
-		cr_assert(json_object_equal(a, b), "%s\n%s", answers[i], r->json);
+		cr_assert(json_object_equal(a, b), "%s\n%s", answers[i],
+			  r->json);
 		json_object_put(a);
 		json_object_put(b);
 		hutch__fs_answer_free(r);
@@ -61,17 +64,19 @@ Test(fs_answer, round_trip)
 
 Test(fs_answer, entries_are_records)
 {
-	struct hutch_fs_result *r =
-		parse("{\"entries\":[{\"path\":\"d\",\"type\":\"dir\"},{\"path\":\"d/f\",\"name\":\"f\","
-		      "\"type\":\"file\",\"size\":12}]}",
-		      NULL);
+	struct hutch_fs_result *r = parse(
+		"{\"entries\":[{\"path\":\"d\",\"type\":\"dir\"},{\"path\":\"d/f\",\"name\":\"f\","
+		"\"type\":\"file\",\"size\":12}]}",
+		NULL);
 	size_t n;
 
 	cr_assert_eq(r->count, 2);
 	cr_assert_str_eq(r->entries_key, "entries");
-	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[1].path, &n), "d/f");
+	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[1].path, &n),
+			 "d/f");
 	cr_assert_eq(n, 3);
-	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[1].name, NULL), "f");
+	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[1].name, NULL),
+			 "f");
 	cr_assert_null(hutch__fs_answer_str(r, r->entries[0].name, NULL));
 	cr_assert_eq(r->entries[1].size, 12);
 	hutch__fs_answer_free(r);
@@ -86,11 +91,17 @@ Test(fs_answer, every_string_is_redacted)
 	struct hutch_fs_result *r;
 
 	cr_assert_eq(hutch__secrets_new(&set, v, l, 1, &why), 0);
-	r = parse("{\"path\":\"hunter2-token\",\"matches\":[{\"path\":\"p/hunter2-token\","
-		  "\"line\":1,\"text\":\"x=hunter2-token...\"}]}",
-		  set);
+	r = parse(
+		"{\"path\":\"hunter2-token\",\"matches\":[{\"path\":\"p/hunter2-token\","
+		"\"line\":1,\"text\":\"x=hunter2-token...\"}]}",
+		set);
 	cr_assert_null(strstr(r->json, "hunter2"), "%s", r->json);
-	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[0].path, NULL), "p/[REDACTED]");
+	cr_assert_str_eq(hutch__fs_answer_str(r, r->entries[0].path, NULL),
+			 "p/[REDACTED]");
+	hutch__fs_answer_free(r);
+	/* Keys too: an impostor could send a file's text as one. */
+	r = parse("{\"a hunter2-token\":{\"hunter2-token\":1}}", set);
+	cr_assert_null(strstr(r->json, "hunter2"), "%s", r->json);
 	hutch__fs_answer_free(r);
 	hutch__secrets_free(set);
 }
@@ -105,6 +116,8 @@ Test(fs_answer, shapes_an_impostor_might_send_are_refused)
 	refused("{\"entries\":[1,2,3]}");
 	refused("{\"entries\":[{\"path\":\"x\"}]} trailing");
 	refused("{\"entries\":[{\"path\":\"x\"}");
+	refused("{\"entries\":[],\"matches\":[{\"path\":\"x\"}]}");
+	refused("{\"entries\":[],\"entr\\u0069es\":[{\"path\":\"x\"}]}");
 	/* Outside the entries, json-c's share is capped. */
 	deep = malloc(64 * 1024);
 	cr_assert_not_null(deep);
@@ -132,13 +145,15 @@ Test(fs_answer, memory_follows_the_size_not_the_shape)
 	cr_assert_not_null(s);
 	len += (size_t)sprintf(s, "{\"entries\":[");
 	for (int i = 0; i < 100000; i++)
-		len += (size_t)sprintf(s + len, "%s{\"path\":\"d%d/f%d\",\"type\":\"file\"}",
-				       i ? "," : "", i / 1000, i % 1000);
+		len += (size_t)sprintf(
+			s + len, "%s{\"path\":\"d%d/f%d\",\"type\":\"file\"}",
+			i ? "," : "", i / 1000, i % 1000);
 	len += (size_t)sprintf(s + len, "],\"truncated\":true}");
 	r = parse(s, NULL);
 	cr_assert_eq(r->count, 100000);
 	kept = r->arena.alloc + r->alloc * sizeof(*r->entries) + r->json_len;
-	cr_assert_leq(kept, 4 * len, "%zu bytes kept for a %zu-byte answer", kept, len);
+	cr_assert_leq(kept, 4 * len, "%zu bytes kept for a %zu-byte answer",
+		      kept, len);
 	hutch__fs_answer_free(r);
 	free(s);
 }
