@@ -200,19 +200,24 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 			/* Names come from the sandbox: a newline would make two
 			 * entries of one, an escape sequence would drive the
 			 * terminal.  --json keeps them exact. */
-			name = hutch__utf8_shown(e.name ? e.name : e.path, 0, &own[0]);
-			target = hutch__utf8_shown(e.target ? e.target : "?", 0, &own[1]);
-			line = hutch__utf8_shown(e.text ? e.text : "", HUTCH__ESC_TEXT, &own[2]);
+			name = hutch__utf8_shown(e.name ? e.name : e.path, 0,
+						 &own[0]);
+			target = hutch__utf8_shown(e.target ? e.target : "?", 0,
+						   &own[1]);
+			line = hutch__utf8_shown(e.text ? e.text : "",
+						 HUTCH__ESC_TEXT, &own[2]);
 			if (t == T_GREP)
-				printf("%s:%" PRIu64 ":%s\n", name, e.line, line);
+				printf("%s:%" PRIu64 ":%s\n", name, e.line,
+				       line);
 			else if (t == T_FIND)
 				printf("%s\n", name);
 			else if (e.type == HUTCH_FS_SYMLINK)
-				printf("%-7s %10" PRIu64 "  %s -> %s\n", type_name(e.type),
-				       e.size, name, target);
+				printf("%-7s %10" PRIu64 "  %s -> %s\n",
+				       type_name(e.type), e.size, name, target);
 			else
-				printf("%-7s %10" PRIu64 "  %s%s\n", type_name(e.type),
-				       e.size, name, e.type == HUTCH_FS_DIR ? "/" : "");
+				printf("%-7s %10" PRIu64 "  %s%s\n",
+				       type_name(e.type), e.size, name,
+				       e.type == HUTCH_FS_DIR ? "/" : "");
 			for (size_t k = 0; k < 3; k++)
 				free(own[k]);
 		}

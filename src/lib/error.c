@@ -231,10 +231,11 @@ int hutch__error_if_not_utf8(hutch_error **err, const char *what, const char *s,
 	quoted = hutch__utf8_escape(s, len, 200, 0);
 	if (!quoted)
 		return hutch__error_oom(err);
-	hutch__error_set(err, HUTCH_EINVALID,
-			 "%s '%s' is not valid UTF-8 (byte 0x%02x at offset %zu): the "
-			 "engine would replace it, so it is refused",
-			 what, quoted, (unsigned char)s[bad], bad);
+	hutch__error_set(
+		err, HUTCH_EINVALID,
+		"%s '%s' is not valid UTF-8 (byte 0x%02x at offset %zu): the "
+		"engine would replace it, so it is refused",
+		what, quoted, (unsigned char)s[bad], bad);
 	free(quoted);
 	return HUTCH_EINVALID;
 }

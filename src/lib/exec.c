@@ -255,15 +255,19 @@ static int saw_oom(const struct run *r)
  */
 static int exec_too_long(const struct run *r, int code)
 {
-	static const char runtime[] = "exec " HUTCH_AGENT_PATH ": argument list too long\n";
+	static const char runtime[] = "exec " HUTCH_AGENT_PATH
+				      ": argument list too long\n";
 	static const char agent[] = "': Argument list too long\n";
 	size_t n = r->errtail_len;
 
 	if (code == 1 && n >= sizeof(runtime) - 1 &&
-	    memcmp(r->errtail + n - (sizeof(runtime) - 1), runtime, sizeof(runtime) - 1) == 0)
+	    memcmp(r->errtail + n - (sizeof(runtime) - 1), runtime,
+		   sizeof(runtime) - 1) == 0)
 		return 1;
-	return code == 126 /* the agent's AGENT_EXIT_NOEXEC */ && n >= sizeof(agent) - 1 &&
-	       memcmp(r->errtail + n - (sizeof(agent) - 1), agent, sizeof(agent) - 1) == 0 &&
+	return code == 126 /* the agent's AGENT_EXIT_NOEXEC */ &&
+	       n >= sizeof(agent) - 1 &&
+	       memcmp(r->errtail + n - (sizeof(agent) - 1), agent,
+		      sizeof(agent) - 1) == 0 &&
 	       memmem(r->errtail, n, "hutch: cannot run '", 19) != NULL;
 }
 
@@ -335,8 +339,8 @@ int hutch__random_hex(char *out, size_t outsz)
 
 /* Refuse what the engine would change (see hutch__error_if_not_utf8); the
  * message quotes the text with the session's secrets masked. */
-static int check_utf8(const hutch__secrets *set, const char *what, const char *s,
-		      hutch_error **err)
+static int check_utf8(const hutch__secrets *set, const char *what,
+		      const char *s, hutch_error **err)
 {
 	size_t len = strlen(s), n;
 	char *clean;
@@ -369,21 +373,25 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 
 		if (!o->argv[i])
 			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
-		snprintf(what, sizeof(what), i ? "argument %zu" : "the command", i);
+		snprintf(what, sizeof(what), i ? "argument %zu" : "the command",
+			 i);
 		/* Checked here, before the engine: its runtime's failure looks
 		 * like the command's own exit 1 (see exec_too_long()). */
 		if (strlen(o->argv[i]) >= KERNEL_MAX_ARG_STRLEN)
-			return hutch__error_set(err, HUTCH_ETOOBIG,
-						"%s is %zu bytes, over the kernel's limit of %u "
-						"for one argument; pass large data in a file",
-						what, strlen(o->argv[i]), KERNEL_MAX_ARG_STRLEN - 1);
+			return hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"%s is %zu bytes, over the kernel's limit of %u "
+				"for one argument; pass large data in a file",
+				what, strlen(o->argv[i]),
+				KERNEL_MAX_ARG_STRLEN - 1);
 		if ((rc = check_utf8(set, what, o->argv[i], err)) < 0)
 			return rc;
 	}
 	if (o->workdir && o->workdir[0] != '/')
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"working directory '%.200s' must be absolute", o->workdir);
-	if (o->workdir && check_utf8(set, "working directory", o->workdir, err) < 0)
+	if (o->workdir &&
+	    check_utf8(set, "working directory", o->workdir, err) < 0)
 		return HUTCH_EINVALID;
 	for (size_t i = 0; i < o->env_count; i++) {
 		if (!o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
@@ -392,14 +400,18 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 						o->env[i] ? o->env[i] : "");
 		if (check_utf8(set, "environment entry", o->env[i], err) < 0)
 			return HUTCH_EINVALID;
-		if (strlen(o->env[i]) >= KERNEL_MAX_ARG_STRLEN)
-			return hutch__error_set(err, HUTCH_ETOOBIG,
-						"environment entry %.*s is %zu bytes, over the "
-						"kernel's limit of %u for one string",
-						(int)(strchr(o->env[i], '=') - o->env[i]) > 64
-							? 64 : (int)(strchr(o->env[i], '=') - o->env[i]),
-						o->env[i], strlen(o->env[i]),
-						KERNEL_MAX_ARG_STRLEN - 1);
+		if (strlen(o->env[i]) >= KERNEL_MAX_ARG_STRLEN) {
+			/* Named, not quoted: the value may be long. */
+			size_t name =
+				(size_t)(strchr(o->env[i], '=') - o->env[i]);
+
+			return hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"environment entry %.*s is %zu bytes, over the "
+				"kernel's limit of %u for one string",
+				name > 64 ? 64 : (int)name, o->env[i],
+				strlen(o->env[i]), KERNEL_MAX_ARG_STRLEN - 1);
+		}
 	}
 	return 0;
 }
@@ -671,7 +683,9 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	size_t cap;
 	int rc, code = -1, attempt;
 
-	rc = validate(o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s), err);
+	rc = validate(
+		o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s),
+		err);
 	if (rc < 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
@@ -827,12 +841,13 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 			goto out;
 		}
 		if (got == 1 && exec_too_long(&r, code)) {
-			rc = hutch__error_set(err, HUTCH_ETOOBIG,
-					      "the command was not started: its arguments and "
-					      "environment (%zu bytes) are over the kernel's "
-					      "limit in the container (execve: argument list too "
-					      "long); pass large data in a file instead",
-					      exec_bytes(o));
+			rc = hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"the command was not started: its arguments and "
+				"environment (%zu bytes) are over the kernel's "
+				"limit in the container (execve: argument list too "
+				"long); pass large data in a file instead",
+				exec_bytes(o));
 			goto out;
 		}
 		res->status = HUTCH_EXEC_OK;
@@ -936,7 +951,8 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 		/* The command line can carry a secret ("curl -H 'Authorization:
 		 * $TOKEN'" expanded by the caller): masked as in the output. */
 		size_t n;
-		char *clean = hutch__redact_buffer(r->secrets, argv[i], strlen(argv[i]), 0, &n);
+		char *clean = hutch__redact_buffer(r->secrets, argv[i],
+						   strlen(argv[i]), 0, &n);
 		json_object *a = clean ? text(clean, n) : NULL;
 
 		if (clean)

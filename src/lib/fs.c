@@ -41,7 +41,6 @@
 /* Where larger write and edit texts are uploaded; the agent deletes them. */
 #define FS_STAGE_DIR HUTCH_AGENT_DIR "/req"
 
-
 static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
 
 /* --- the command line ------------------------------------------------------ */
@@ -477,10 +476,11 @@ again:
 		goto out;
 	}
 	if (prc < 0) {
-		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "%s: the agent's answer is not understood "
-				      "(exit %d, %" PRIu64 " bytes: %s): %.200s", tool,
-				      code, total, why, errlen ? errdata : data);
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"%s: the agent's answer is not understood "
+			"(exit %d, %" PRIu64 " bytes: %s): %.200s",
+			tool, code, total, why, errlen ? errdata : data);
 		goto out;
 	}
 	if (code != 0 || json_object_object_get_ex(r->doc, "error", NULL)) {

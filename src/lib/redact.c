@@ -171,19 +171,20 @@ static size_t b64(char *out, const unsigned char *in, size_t len,
 /* --- percent-encodings --------------------------------------------------- */
 
 enum {
-	PCT_RFC3986,   /* keeps ALPHA DIGIT - . _ ~ */
-	PCT_URICOMP,   /* encodeURIComponent: also ! ' ( ) * */
-	PCT_PYQUOTE,   /* Python's quote(): also / */
-	PCT_FORM,      /* form encoding: as RFC 3986, space as '+' */
-	PCT_ALL,       /* every byte */
+	PCT_RFC3986, /* keeps ALPHA DIGIT - . _ ~ */
+	PCT_URICOMP, /* encodeURIComponent: also ! ' ( ) * */
+	PCT_PYQUOTE, /* Python's quote(): also / */
+	PCT_FORM,    /* form encoding: as RFC 3986, space as '+' */
+	PCT_ALL,     /* every byte */
 };
 
 static int pct_keeps(int style, unsigned char c)
 {
 	if (style == PCT_ALL)
 		return 0;
-	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	    c == '-' || c == '.' || c == '_' || c == '~')
+	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '~')
 		return 1;
 	if (style == PCT_URICOMP)
 		return c && strchr("!'()*", c) != NULL;
@@ -215,10 +216,10 @@ static size_t pct(char *out, const unsigned char *v, size_t len, int style,
 /* --- JSON string escapes -------------------------------------------------- */
 
 enum {
-	JSON_SLASH = 1,   /* "/" as "\/" */
-	JSON_ASCII = 2,   /* non-ASCII as \uXXXX (surrogate pairs past U+FFFF) */
-	JSON_HTML = 4,    /* <, >, & and U+2028/9 as \uXXXX (Go) */
-	JSON_UPPER = 8,   /* \u digits in upper case */
+	JSON_SLASH = 1, /* "/" as "\/" */
+	JSON_ASCII = 2, /* non-ASCII as \uXXXX (surrogate pairs past U+FFFF) */
+	JSON_HTML = 4,	/* <, >, & and U+2028/9 as \uXXXX (Go) */
+	JSON_UPPER = 8, /* \u digits in upper case */
 };
 
 /* The code point of the UTF-8 sequence at v[0..n), n from
@@ -249,9 +250,11 @@ static size_t put_u(char *out, uint32_t unit, const char *digits)
  * values are valid UTF-8 (hutch refuses others); a stray byte is escaped
  * as \u00XX, which no encoder writes, so it only makes a pattern that
  * never matches. */
-static size_t json_escape(char *out, const unsigned char *v, size_t len, int flags)
+static size_t json_escape(char *out, const unsigned char *v, size_t len,
+			  int flags)
 {
-	const char *digits = flags & JSON_UPPER ? "0123456789ABCDEF" : "0123456789abcdef";
+	const char *digits = flags & JSON_UPPER ? "0123456789ABCDEF" :
+						  "0123456789abcdef";
 	size_t o = 0, i = 0;
 
 	while (i < len) {
@@ -262,28 +265,48 @@ static size_t json_escape(char *out, const unsigned char *v, size_t len, int fla
 		if (n == 0)
 			n = 1;
 		switch (cp) {
-		case '"': shortf = "\\\""; break;
-		case '\\': shortf = "\\\\"; break;
-		case '\b': shortf = "\\b"; break;
-		case '\f': shortf = "\\f"; break;
-		case '\n': shortf = "\\n"; break;
-		case '\r': shortf = "\\r"; break;
-		case '\t': shortf = "\\t"; break;
+		case '"':
+			shortf = "\\\"";
+			break;
+		case '\\':
+			shortf = "\\\\";
+			break;
+		case '\b':
+			shortf = "\\b";
+			break;
+		case '\f':
+			shortf = "\\f";
+			break;
+		case '\n':
+			shortf = "\\n";
+			break;
+		case '\r':
+			shortf = "\\r";
+			break;
+		case '\t':
+			shortf = "\\t";
+			break;
 		case '/':
 			if (flags & JSON_SLASH)
 				shortf = "\\/";
 			break;
-		default: break;
+		default:
+			break;
 		}
 		if (shortf) {
 			memcpy(out + o, shortf, 2);
 			o += 2;
 		} else if (cp < 0x20 || (flags & JSON_ASCII && cp >= 0x80) ||
 			   (flags & JSON_HTML &&
-			    (cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 || cp == 0x2029))) {
+			    (cp == '<' || cp == '>' || cp == '&' ||
+			     cp == 0x2028 || cp == 0x2029))) {
 			if (cp >= 0x10000) {
-				o += put_u(out + o, 0xd800 + ((cp - 0x10000) >> 10), digits);
-				o += put_u(out + o, 0xdc00 + ((cp - 0x10000) & 0x3ff), digits);
+				o += put_u(out + o,
+					   0xd800 + ((cp - 0x10000) >> 10),
+					   digits);
+				o += put_u(out + o,
+					   0xdc00 + ((cp - 0x10000) & 0x3ff),
+					   digits);
 			} else {
 				o += put_u(out + o, cp, digits);
 			}
@@ -304,14 +327,22 @@ static int add_escaped(hutch__secrets *set, const unsigned char *v, size_t len,
 		int style;
 		const char *digits;
 	} pcts[] = {
-		{ PCT_RFC3986, "0123456789ABCDEF" }, { PCT_RFC3986, "0123456789abcdef" },
-		{ PCT_URICOMP, "0123456789ABCDEF" }, { PCT_PYQUOTE, "0123456789ABCDEF" },
-		{ PCT_FORM, "0123456789ABCDEF" },    { PCT_ALL, "0123456789ABCDEF" },
+		{ PCT_RFC3986, "0123456789ABCDEF" },
+		{ PCT_RFC3986, "0123456789abcdef" },
+		{ PCT_URICOMP, "0123456789ABCDEF" },
+		{ PCT_PYQUOTE, "0123456789ABCDEF" },
+		{ PCT_FORM, "0123456789ABCDEF" },
+		{ PCT_ALL, "0123456789ABCDEF" },
 		{ PCT_ALL, "0123456789abcdef" },
 	};
 	static const int jsons[] = {
-		0, JSON_SLASH, JSON_ASCII, JSON_ASCII | JSON_SLASH, JSON_HTML,
-		JSON_ASCII | JSON_UPPER, JSON_ASCII | JSON_SLASH | JSON_UPPER,
+		0,
+		JSON_SLASH,
+		JSON_ASCII,
+		JSON_ASCII | JSON_SLASH,
+		JSON_HTML,
+		JSON_ASCII | JSON_UPPER,
+		JSON_ASCII | JSON_SLASH | JSON_UPPER,
 	};
 	size_t n;
 

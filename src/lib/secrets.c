@@ -100,9 +100,10 @@ int hutch_session_set_secrets(hutch_session *s, const char *const *secrets,
 		/* The engine would change a value that is not UTF-8 (its JSON
 		 * decoder puts U+FFFD in): refused, without quoting it. */
 		if (hutch__utf8_valid_len(values[i], lens[i]) != lens[i]) {
-			rc = hutch__error_set(err, HUTCH_EINVALID,
-					      "secret %.*s: its value is not valid UTF-8",
-					      (int)n, secrets[i]);
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"secret %.*s: its value is not valid UTF-8",
+				(int)n, secrets[i]);
 			goto fail;
 		}
 		sec->env[i] = strdup(secrets[i]);

@@ -286,7 +286,8 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 		}
 		/* The engine would bind-mount another directory: its JSON
 		 * decoder turns bad bytes into U+FFFD. */
-		if (hutch__error_if_not_utf8(err, "workspace", real, strlen(real)) < 0) {
+		if (hutch__error_if_not_utf8(err, "workspace", real,
+					     strlen(real)) < 0) {
 			hutch_session_free(s);
 			return HUTCH_EINVALID;
 		}
@@ -307,8 +308,9 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 				hutch_session_free(s);
 				return HUTCH_EINVALID;
 			}
-			if (hutch__error_if_not_utf8(err, "environment entry", opts->env[i],
-						     strlen(opts->env[i])) < 0) {
+			if (hutch__error_if_not_utf8(
+				    err, "environment entry", opts->env[i],
+				    strlen(opts->env[i])) < 0) {
 				hutch_session_free(s);
 				return HUTCH_EINVALID;
 			}

@@ -93,13 +93,13 @@ size_t hutch__utf8_valid_len(const char *s, size_t len)
 static size_t escaped_bytes(const unsigned char *u, size_t n, int flags)
 {
 	if (n == 0)
-		return 1;          /* not UTF-8 */
+		return 1; /* not UTF-8 */
 	if (n == 1 && u[0] == '\t' && (flags & HUTCH__ESC_TEXT))
 		return 0;
 	if (n == 1 && (u[0] < 0x20 || u[0] == 0x7f))
-		return 1;          /* C0, DEL */
+		return 1; /* C0, DEL */
 	if (n == 2 && u[0] == 0xc2 && u[1] < 0xa0)
-		return 2;          /* C1 */
+		return 2; /* C1 */
 	return 0;
 }
 

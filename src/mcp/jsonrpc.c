@@ -313,7 +313,8 @@ static int id_valid(json_object *id)
 	if (v == INT64_MIN)
 		return 0;
 	/* Above INT64_MAX json-c keeps a uint64 that get_int64 clamps. */
-	return v != INT64_MAX || json_object_get_uint64(id) == (uint64_t)INT64_MAX;
+	return v != INT64_MAX ||
+	       json_object_get_uint64(id) == (uint64_t)INT64_MAX;
 }
 
 static int fail(json_object **reply, json_object *id, int code, const char *msg)
@@ -402,9 +403,10 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	has_id = json_object_object_get_ex(root, "id", &id);
 	if (has_id && !id_valid(id)) {
 		json_object_put(root);
-		return fail(reply, NULL, MCP_INVALID_REQUEST,
-			    "invalid request: \"id\" must be a string or an integer "
-			    "from -(2^63 - 1) to 2^63 - 1");
+		return fail(
+			reply, NULL, MCP_INVALID_REQUEST,
+			"invalid request: \"id\" must be a string or an integer "
+			"from -(2^63 - 1) to 2^63 - 1");
 	}
 	if (!json_object_object_get_ex(root, "jsonrpc", &v) ||
 	    !json_object_is_type(v, json_type_string) ||

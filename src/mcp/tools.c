@@ -586,8 +586,8 @@ static json_object *fs_result(hutch_fs_result *res, char *text_s, mcp_call_ctx *
 		free(text_s);
 		return NULL;
 	}
-	json_object_set_serializer(doc, json_object_userdata_to_json_string, raw,
-				   json_object_free_userdata);
+	json_object_set_serializer(doc, json_object_userdata_to_json_string,
+				   raw, json_object_free_userdata);
 	return make_result(text_s, doc, 0, ctx);
 }
 
@@ -709,18 +709,22 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 		/* Names come from the sandbox: a newline in one would read as
 		 * two entries.  structuredContent keeps them exact. */
 		name = hutch__utf8_shown(e.name ? e.name : e.path, 0, &own[0]);
-		target = hutch__utf8_shown(e.target ? e.target : "?", 0, &own[1]);
-		line = hutch__utf8_shown(e.text ? e.text : "", HUTCH__ESC_TEXT, &own[2]);
+		target = hutch__utf8_shown(e.target ? e.target : "?", 0,
+					   &own[1]);
+		line = hutch__utf8_shown(e.text ? e.text : "", HUTCH__ESC_TEXT,
+					 &own[2]);
 		if (tool == 'g')
 			fprintf(t.f, "%s:%" PRIu64 ":%s\n", name, e.line, line);
 		else if (tool == 'f')
-			fprintf(t.f, "%s%s\n", name, e.type == HUTCH_FS_DIR ? "/" : "");
+			fprintf(t.f, "%s%s\n", name,
+				e.type == HUTCH_FS_DIR ? "/" : "");
 		else if (e.type == HUTCH_FS_SYMLINK)
-			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n", type_word(e.type), e.size,
-				name, target);
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n",
+				type_word(e.type), e.size, name, target);
 		else
-			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n", type_word(e.type), e.size,
-				name, e.type == HUTCH_FS_DIR ? "/" : "");
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n",
+				type_word(e.type), e.size, name,
+				e.type == HUTCH_FS_DIR ? "/" : "");
 		for (size_t k = 0; k < 3; k++)
 			free(own[k]);
 	}

@@ -29,7 +29,8 @@ FUZZ_TARGET(fsanswer)
 {
 	struct hutch_fs_result *r = NULL;
 	const char *why = NULL;
-	int rc = hutch__fs_answer_parse(&r, (const char *)data, size, set, &why);
+	int rc =
+		hutch__fs_answer_parse(&r, (const char *)data, size, set, &why);
 
 	FUZZ_CHECK(rc == 0 || rc == -1 || rc == -2);
 	if (rc == -1)
@@ -37,15 +38,19 @@ FUZZ_TARGET(fsanswer)
 	if (rc == 0) {
 		json_object *doc = hutch__json_parse(r->json, r->json_len), *v;
 
-		FUZZ_CHECK(doc != NULL && json_object_is_type(doc, json_type_object));
-		FUZZ_CHECK(hutch__utf8_valid_len(r->json, r->json_len) == r->json_len);
+		FUZZ_CHECK(doc != NULL &&
+			   json_object_is_type(doc, json_type_object));
+		FUZZ_CHECK(hutch__utf8_valid_len(r->json, r->json_len) ==
+			   r->json_len);
 		FUZZ_CHECK(memmem(r->json, r->json_len, "s3cret", 6) == NULL);
 		if (r->has_entries) {
-			FUZZ_CHECK(json_object_object_get_ex(doc, r->entries_key, &v));
+			FUZZ_CHECK(json_object_object_get_ex(
+				doc, r->entries_key, &v));
 			FUZZ_CHECK(json_object_array_length(v) == r->count);
 		}
 		/* Bounded by the input, not by its shape. */
-		FUZZ_CHECK(r->arena.len + r->count * sizeof(*r->entries) + r->json_len <=
+		FUZZ_CHECK(r->arena.len + r->count * sizeof(*r->entries) +
+				   r->json_len <=
 			   16 * size + 4096);
 		json_object_put(doc);
 	}

@@ -38,9 +38,11 @@ Test(input, valid_len_stops_at_the_first_bad_byte)
 {
 	cr_assert_eq(hutch__utf8_valid_len("caf\xc3\xa9", 5), 5);
 	cr_assert_eq(hutch__utf8_valid_len("caf\xe9", 4), 3);
-	cr_assert_eq(hutch__utf8_valid_len("ab\xc0\xafz", 5), 2);     /* overlong */
-	cr_assert_eq(hutch__utf8_valid_len("\xed\xa0\x80", 3), 0);    /* surrogate */
-	cr_assert_eq(hutch__utf8_valid_len("x\xf0\x9f\x94", 4), 1);   /* truncated */
+	cr_assert_eq(hutch__utf8_valid_len("ab\xc0\xafz", 5), 2); /* overlong */
+	cr_assert_eq(hutch__utf8_valid_len("\xed\xa0\x80", 3),
+		     0); /* surrogate */
+	cr_assert_eq(hutch__utf8_valid_len("x\xf0\x9f\x94", 4),
+		     1); /* truncated */
 	cr_assert_eq(hutch__utf8_valid_len("", 0), 0);
 }
 
@@ -49,7 +51,8 @@ Test(input, escape_makes_one_visible_line)
 	const char *in = "a\nb\x1b[31m\\c\xe9\xc2\x9b\xc3\xa9\t";
 	char *s = hutch__utf8_escape(in, strlen(in), 100, 0);
 
-	cr_assert_str_eq(s, "a\\x0ab\\x1b[31m\\\\c\\xe9\\xc2\\x9b\xc3\xa9\\x09");
+	cr_assert_str_eq(s,
+			 "a\\x0ab\\x1b[31m\\\\c\\xe9\\xc2\\x9b\xc3\xa9\\x09");
 	free(s);
 	/* A line of text keeps tabs and backslashes, not the rest. */
 	in = "\tx = \"\\n\";\r\x1b]0;t\x07";
@@ -84,13 +87,17 @@ Test(input, not_utf8_is_refused_with_the_byte_escaped)
 {
 	hutch_error *err = NULL;
 
-	cr_assert_eq(hutch__error_if_not_utf8(&err, "argument 1", "ok \xc3\xa9", 5), 0);
+	cr_assert_eq(hutch__error_if_not_utf8(&err, "argument 1", "ok \xc3\xa9",
+					      5),
+		     0);
 	cr_assert_null(err);
-	cr_assert_eq(hutch__error_if_not_utf8(&err, "argument 1", "caf\xe9\n", 5),
+	cr_assert_eq(hutch__error_if_not_utf8(&err, "argument 1", "caf\xe9\n",
+					      5),
 		     HUTCH_EINVALID);
-	cr_assert_str_eq(hutch_error_message(err),
-			 "argument 1 'caf\\xe9\\x0a' is not valid UTF-8 (byte 0xe9 at "
-			 "offset 3): the engine would replace it, so it is refused");
+	cr_assert_str_eq(
+		hutch_error_message(err),
+		"argument 1 'caf\\xe9\\x0a' is not valid UTF-8 (byte 0xe9 at "
+		"offset 3): the engine would replace it, so it is refused");
 	hutch_error_free(err);
 }
 

@@ -174,8 +174,10 @@ static json_object *next_msg(int ms)
 
 			*nl = '\0';
 			/* JSON is UTF-8: a line that is not is not JSON. */
-			cr_assert_eq(hutch__utf8_valid_len(H.buf, l), l,
-				     "the server wrote a line that is not UTF-8: %.300s", H.buf);
+			cr_assert_eq(
+				hutch__utf8_valid_len(H.buf, l), l,
+				"the server wrote a line that is not UTF-8: %.300s",
+				H.buf);
 			o = json_tokener_parse(H.buf);
 			cr_assert_not_null(o, "the server wrote a line that is not JSON: %.300s",
 					   H.buf);
@@ -632,10 +634,12 @@ Test(mcp, invalid_utf8_is_never_echoed)
 	json_object *m;
 
 	start();
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/\xff\xfe\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/\xff\xfe\"}");
 	expect_error(null_reply(), MCP_PARSE_ERROR, "parse error");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
-		  "{\"name\":\"x\xc0\xaf\",\"arguments\":{}}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"x\xc0\xaf\",\"arguments\":{}}}");
 	expect_error(null_reply(), MCP_PARSE_ERROR, "parse error");
 	/* 199 ASCII bytes then "é": "%.200s" cuts inside it. */
 	memset(name, 'a', 199);
@@ -651,28 +655,34 @@ Test(mcp, invalid_utf8_is_never_echoed)
 Test(mcp, ids_beyond_int64_are_refused_not_changed)
 {
 	static const char *const ids[] = {
-		"18446744073709551616", "99999999999999999999999", "9223372036854775808",
-		"-9223372036854775809", "-9223372036854775808",
+		"18446744073709551616", "99999999999999999999999",
+		"9223372036854775808",	"-9223372036854775809",
+		"-9223372036854775808",
 	};
 	json_object *m;
 
 	start();
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		sendf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", ids[i]);
+		sendf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}",
+		      ids[i]);
 		expect_error(null_reply(), MCP_INVALID_REQUEST, "id");
 	}
 	/* The largest exact one comes back as sent. */
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}");
 	m = next_msg(10000);
 	cr_assert_not_null(m);
-	cr_assert(strstr(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+	cr_assert(strstr(json_object_to_json_string_ext(m,
+							JSON_C_TO_STRING_PLAIN),
 			 "\"id\":9223372036854775807") != NULL,
 		  "%s", json_object_to_json_string(m));
 	json_object_put(m);
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775807,\"method\":\"ping\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775807,\"method\":\"ping\"}");
 	m = next_msg(10000);
 	cr_assert_not_null(m);
-	cr_assert(strstr(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+	cr_assert(strstr(json_object_to_json_string_ext(m,
+							JSON_C_TO_STRING_PLAIN),
 			 "\"id\":-9223372036854775807") != NULL,
 		  "%s", json_object_to_json_string(m));
 	json_object_put(m);

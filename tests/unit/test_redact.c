@@ -334,11 +334,11 @@ Test(redact, percent_encoded_forms)
 {
 	hutch__secrets *set = set_of("p@ss/w rd!é", NULL);
 	static const char *const forms[] = {
-		"p%40ss%2Fw%20rd%21%C3%A9",       /* RFC 3986, quote(safe='') */
-		"p%40ss%2fw%20rd%21%c3%a9",       /* lower-case hex */
-		"p%40ss%2Fw%20rd!%C3%A9",         /* encodeURIComponent */
-		"p%40ss/w%20rd%21%C3%A9",         /* Python's quote() */
-		"p%40ss%2Fw+rd%21%C3%A9",         /* quote_plus, forms */
+		"p%40ss%2Fw%20rd%21%C3%A9", /* RFC 3986, quote(safe='') */
+		"p%40ss%2fw%20rd%21%c3%a9", /* lower-case hex */
+		"p%40ss%2Fw%20rd!%C3%A9",   /* encodeURIComponent */
+		"p%40ss/w%20rd%21%C3%A9",   /* Python's quote() */
+		"p%40ss%2Fw+rd%21%C3%A9",   /* quote_plus, forms */
 		"%70%40%73%73%2F%77%20%72%64%21%C3%A9", /* every byte */
 	};
 
@@ -347,7 +347,8 @@ Test(redact, percent_encoded_forms)
 
 		snprintf(in, sizeof(in), "url=%s&x=1", forms[i]);
 		out = redact(set, in);
-		cr_assert_str_eq(out, "url=[REDACTED]&x=1", "form %zu: %s", i, out);
+		cr_assert_str_eq(out, "url=[REDACTED]&x=1", "form %zu: %s", i,
+				 out);
 		free(out);
 	}
 	hutch__secrets_free(set);
@@ -359,12 +360,12 @@ Test(redact, json_escaped_forms)
 {
 	hutch__secrets *set = set_of("a\"b\\c/d<é\n\xf0\x9f\x94\x91", NULL);
 	static const char *const forms[] = {
-		"a\\\"b\\\\c/d<\xc3\xa9\\n\xf0\x9f\x94\x91",           /* JSON.stringify */
-		"a\\\"b\\\\c\\/d<\xc3\xa9\\n\xf0\x9f\x94\x91",         /* json-c */
-		"a\\\"b\\\\c/d<\\u00e9\\n\\ud83d\\udd11",               /* json.dumps */
-		"a\\\"b\\\\c\\/d<\\u00e9\\n\\ud83d\\udd11",             /* PHP */
-		"a\\\"b\\\\c/d\\u003c\xc3\xa9\\n\xf0\x9f\x94\x91",     /* Go */
-		"a\\\"b\\\\c/d<\\u00E9\\n\\uD83D\\uDD11",               /* upper-case */
+		"a\\\"b\\\\c/d<\xc3\xa9\\n\xf0\x9f\x94\x91", /* JSON.stringify */
+		"a\\\"b\\\\c\\/d<\xc3\xa9\\n\xf0\x9f\x94\x91", /* json-c */
+		"a\\\"b\\\\c/d<\\u00e9\\n\\ud83d\\udd11",      /* json.dumps */
+		"a\\\"b\\\\c\\/d<\\u00e9\\n\\ud83d\\udd11",    /* PHP */
+		"a\\\"b\\\\c/d\\u003c\xc3\xa9\\n\xf0\x9f\x94\x91", /* Go */
+		"a\\\"b\\\\c/d<\\u00E9\\n\\uD83D\\uDD11", /* upper-case */
 	};
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
@@ -372,7 +373,8 @@ Test(redact, json_escaped_forms)
 
 		snprintf(in, sizeof(in), "{\"k\":\"%s\"}", forms[i]);
 		out = redact(set, in);
-		cr_assert_str_eq(out, "{\"k\":\"[REDACTED]\"}", "form %zu: %s", i, out);
+		cr_assert_str_eq(out, "{\"k\":\"[REDACTED]\"}", "form %zu: %s",
+				 i, out);
 		free(out);
 	}
 	hutch__secrets_free(set);
