@@ -6,7 +6,7 @@
 #   contrib/fuzz.sh list
 #
 # Targets (tests/fuzz/fuzz_TARGET.c): demux, engine, jsonrpc, path,
-# editmatch, tar, redact, timestamp.  The build uses -fsanitize=fuzzer,address,undefined
+# editmatch, tar, redact, timestamp, fsanswer.  The build uses -fsanitize=fuzzer,address,undefined
 # (Debian: clang and libclang-rt-dev, which contrib/deps.sh installs).  New
 # inputs are merged into tests/fuzz/corpus/TARGET/ with -merge=1, which keeps
 # only inputs that add coverage; `make check` replays that directory.  A
@@ -25,18 +25,20 @@ work=${HUTCH_FUZZ_DIR:-/tmp/hutch-fuzz}
 declare -A sources=(
 	[demux]="src/lib/demux.c"
 	[engine]="src/lib/engine_errors.c src/lib/error.c src/lib/buf.c"
-	[jsonrpc]="src/mcp/jsonrpc.c"
+	[jsonrpc]="src/mcp/jsonrpc.c src/lib/utf8.c"
 	[path]="src/agent/fs_path.c"
 	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
 	[tar]="src/lib/sync_out.c src/lib/error.c src/lib/buf.c"
-	[redact]="src/lib/redact.c"
+	[redact]="src/lib/redact.c src/lib/utf8.c"
 	[timestamp]="src/lib/timestamp.c src/shared/base64.c"
+	[fsanswer]="src/lib/fs_answer.c src/lib/engine_errors.c src/lib/error.c src/lib/buf.c src/lib/redact.c src/lib/utf8.c"
 )
 declare -A libs=(
 	[engine]="json-c"
 	[jsonrpc]="json-c"
 	[tar]="libarchive"
 	[timestamp]="json-c"
+	[fsanswer]="json-c"
 )
 
 if [ "$target" = list ]; then

@@ -38,6 +38,7 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "duration.h"
 
 #define USAGE_BATCH "usage: hutch batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] " \
 		    "[--max-output BYTES] [--image IMG]"
@@ -314,9 +315,8 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 		    !json_object_is_type(v, json_type_double))
 			return job_fail(j, "\"timeout\" must be a number of seconds (0: none)");
 		d = json_object_get_double(v);
-		if (!(d >= 0 && d <= 1e7))
+		if (cli_seconds_to_ms(d, &j->timeout_ms) < 0)
 			return job_fail(j, "\"timeout\" %g is out of range", d);
-		j->timeout_ms = (uint64_t)(d * 1000.0 + 0.5);
 	}
 	if (json_object_object_get_ex(j->doc, "env", &v)) {
 		if (string_array(j, v, "env", &j->env, &j->env_count) < 0)

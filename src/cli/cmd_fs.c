@@ -16,6 +16,8 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+/* Pure UTF-8 helpers, shared with the library and the agent. */
+#include "../lib/utf8.h"
 
 #define EXIT_NOMATCH 1
 #define EXIT_REFUSED 2
@@ -190,21 +192,34 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 	case T_FIND:
 	case T_LS:
 		for (size_t i = 0; i < n; i++) {
+			char *own[3];
+			const char *name, *target, *line;
+
 			if (hutch_fs_result_entry(&e, res, i) < 0)
 				break;
+			/* Names come from the sandbox: a newline would make two
+			 * entries of one, an escape sequence would drive the
+			 * terminal.  --json keeps them exact. */
+			name = hutch__utf8_shown(e.name ? e.name : e.path, 0,
+						 &own[0]);
+			target = hutch__utf8_shown(e.target ? e.target : "?", 0,
+						   &own[1]);
+			line = hutch__utf8_shown(e.text ? e.text : "",
+						 HUTCH__ESC_TEXT, &own[2]);
 			if (t == T_GREP)
-				printf("%s:%" PRIu64 ":%s\n", e.path, e.line,
-				       e.text ? e.text : "");
+				printf("%s:%" PRIu64 ":%s\n", name, e.line,
+				       line);
 			else if (t == T_FIND)
-				printf("%s\n", e.path);
+				printf("%s\n", name);
 			else if (e.type == HUTCH_FS_SYMLINK)
-				printf("%-7s %10" PRIu64 "  %s -> %s\n", type_name(e.type),
-				       e.size, e.name ? e.name : e.path,
-				       e.target ? e.target : "?");
+				printf("%-7s %10" PRIu64 "  %s -> %s\n",
+				       type_name(e.type), e.size, name, target);
 			else
-				printf("%-7s %10" PRIu64 "  %s%s\n", type_name(e.type),
-				       e.size, e.name ? e.name : e.path,
+				printf("%-7s %10" PRIu64 "  %s%s\n",
+				       type_name(e.type), e.size, name,
 				       e.type == HUTCH_FS_DIR ? "/" : "");
+			for (size_t k = 0; k < 3; k++)
+				free(own[k]);
 		}
 		if (hutch_fs_result_truncated(res))
 			cli_error("%s: stopped after %zu entries; narrow the search or "

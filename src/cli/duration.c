@@ -1,6 +1,7 @@
 /*
  * duration.c - spans of time on the command line
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,20 @@ int cli_parse_duration(const char *s, long long *out)
 		s++;
 	}
 	*out = total;
+	return 0;
+}
+
+int cli_seconds_to_ms(double seconds, uint64_t *ms)
+{
+	uint64_t v;
+
+	if (!isfinite(seconds) || seconds < 0 || seconds > 1e7)
+		return -1;
+	v = (uint64_t)(seconds * 1000.0 + 0.5);
+	/* 0.0004 must not round to 0, the library's "none". */
+	if (v == 0 && seconds > 0)
+		v = 1;
+	*ms = v;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "duration.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -118,12 +119,13 @@ int64_t cli_parse_seconds(const char *s)
 {
 	char *end;
 	double d;
+	uint64_t ms;
 
 	errno = 0;
 	d = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(d) || d < 0 || d > 1e7)
+	if (errno || end == s || *end || cli_seconds_to_ms(d, &ms) < 0)
 		return -1;
-	return (int64_t)(d * 1000.0 + 0.5);
+	return (int64_t)ms;
 }
 
 int64_t cli_parse_size(const char *s)

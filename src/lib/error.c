@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "error.h"
+#include "utf8.h"
 
 /* Statically allocated so that running out of memory can still be told. */
 static struct hutch_error oom_error = {
@@ -29,6 +30,23 @@ static void one_line(char *s)
 		s[--n] = '\0';
 }
 
+/* Messages are shown as JSON too (--json, MCP): bytes that are not UTF-8
+ * (quoted input, a cut in the middle of a character) become U+FFFD.
+ * Returns the string to keep: `s`, or its repaired copy (s is freed). */
+static char *valid_utf8(char *s)
+{
+	size_t len = strlen(s);
+	char *fixed;
+
+	if (hutch__utf8_valid_len(s, len) == len)
+		return s;
+	fixed = hutch__utf8_repair(s, len, NULL);
+	if (!fixed)
+		return s; /* out of memory: keep the bytes rather than nothing */
+	free(s);
+	return fixed;
+}
+
 static int set_va(hutch_error **err, int code, int http_status,
 		  const char *engine_message, const char *fmt, va_list ap)
 {
@@ -47,10 +65,13 @@ static int set_va(hutch_error **err, int code, int http_status,
 		return code;
 	}
 	one_line(e->message);
+	e->message = valid_utf8(e->message);
 	if (engine_message) {
 		e->engine_message = strdup(engine_message);
-		if (e->engine_message)
+		if (e->engine_message) {
 			one_line(e->engine_message);
+			e->engine_message = valid_utf8(e->engine_message);
+		}
 	}
 	e->code = code;
 	e->http_status = http_status;
@@ -108,6 +129,7 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 	}
 	if (prefix && asprintf(&joined, "%s: %s", prefix, e->message) >= 0) {
 		one_line(joined);
+		joined = valid_utf8(joined);
 		free(e->message);
 		e->message = joined;
 	}
@@ -154,6 +176,8 @@ void hutch__error_set_detail(hutch_error *err, const char *detail)
 		return;
 	free(err->detail);
 	err->detail = strdup(detail);
+	if (err->detail)
+		err->detail = valid_utf8(err->detail);
 }
 
 void hutch_error_free(hutch_error *err)
@@ -194,4 +218,24 @@ unsigned long long hutch__now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000ULL +
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
+}
+
+int hutch__error_if_not_utf8(hutch_error **err, const char *what, const char *s,
+			     size_t len)
+{
+	size_t bad = hutch__utf8_valid_len(s, len);
+	char *quoted;
+
+	if (bad == len)
+		return 0;
+	quoted = hutch__utf8_escape(s, len, 200, 0);
+	if (!quoted)
+		return hutch__error_oom(err);
+	hutch__error_set(
+		err, HUTCH_EINVALID,
+		"%s '%s' is not valid UTF-8 (byte 0x%02x at offset %zu): the "
+		"engine would replace it, so it is refused",
+		what, quoted, (unsigned char)s[bad], bad);
+	free(quoted);
+	return HUTCH_EINVALID;
 }

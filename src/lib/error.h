@@ -32,6 +32,16 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 
 int hutch__error_oom(hutch_error **err);
 
+/*
+ * 0 when s[0..len) is valid UTF-8.  Else HUTCH_EINVALID, with a message
+ * naming `what` and quoting (up to 200 bytes of) `s` with the bad bytes
+ * written as \xNN.  Engines decode their JSON requests leniently: an
+ * invalid byte becomes U+FFFD there, so a different command would run or a
+ * different file be written; hutch refuses instead.
+ */
+int hutch__error_if_not_utf8(hutch_error **err, const char *what, const char *s,
+			     size_t len);
+
 /* Attach a copy of `detail` (may span lines) to an existing error. */
 void hutch__error_set_detail(hutch_error *err, const char *detail);
 

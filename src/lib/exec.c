@@ -56,6 +56,10 @@ struct hutch_exec_result {
 	int oom;              /* the agent reported an OOM kill */
 	uint64_t duration_ms;
 	int retried;
+	/* The session's secrets when the command ran (a reference): what
+	 * hutch_exec_result_to_json shows of the command line is redacted
+	 * with them, as the output was. */
+	hutch__secrets *secrets;
 	struct {
 		char *data;
 		size_t len, head_len;
@@ -156,6 +160,7 @@ void hutch_exec_result_free(hutch_exec_result *r)
 		return;
 	free(r->out[0].data);
 	free(r->out[1].data);
+	hutch__secrets_free(r->secrets);
 	free(r);
 }
 
@@ -255,6 +260,51 @@ static int saw_oom(const struct run *r)
 	return 0;
 }
 
+/* The kernel's limit on one argument or environment string, with its NUL
+ * (MAX_ARG_STRLEN, 32 pages): past it execve fails with E2BIG whatever the
+ * stack limit.  The total limit depends on the container's stack limit
+ * (a quarter of it), so only the engine can tell; see exec_too_long(). */
+#define KERNEL_MAX_ARG_STRLEN (32u * 4096u)
+
+/*
+ * The command line never reached a process: the runtime's execve of the
+ * agent (runc and crun report "exec PATH: argument list too long" on the
+ * exec's error stream and exit 1), or the agent's own execve of the
+ * command (it reports "cannot run": 126).  Both are hutch's failure to
+ * start the command, not the command's status.  A command printing the
+ * same words as its last stderr line and exiting the same way only makes
+ * its own result an error.
+ */
+static int exec_too_long(const struct run *r, int code)
+{
+	static const char runtime[] = "exec " HUTCH_AGENT_PATH
+				      ": argument list too long\n";
+	static const char agent[] = "': Argument list too long\n";
+	size_t n = r->errtail_len;
+
+	if (code == 1 && n >= sizeof(runtime) - 1 &&
+	    memcmp(r->errtail + n - (sizeof(runtime) - 1), runtime,
+		   sizeof(runtime) - 1) == 0)
+		return 1;
+	return code == 126 /* the agent's AGENT_EXIT_NOEXEC */ &&
+	       n >= sizeof(agent) - 1 &&
+	       memcmp(r->errtail + n - (sizeof(agent) - 1), agent,
+		      sizeof(agent) - 1) == 0 &&
+	       memmem(r->errtail, n, "hutch: cannot run '", 19) != NULL;
+}
+
+/* Bytes execve copies for the command: its strings with their NULs. */
+static size_t exec_bytes(const hutch_exec_options *o)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < o->argc; i++)
+		total += strlen(o->argv[i]) + 1;
+	for (size_t i = 0; i < o->env_count; i++)
+		total += strlen(o->env[i]) + 1;
+	return total;
+}
+
 static int on_frame(int stream, const char *data, size_t len, void *p)
 {
 	struct run *r = p;
@@ -309,7 +359,28 @@ int hutch__random_hex(char *out, size_t outsz)
 	return 0;
 }
 
-static int validate(const hutch_exec_options *o, hutch_error **err)
+/* Refuse what the engine would change (see hutch__error_if_not_utf8); the
+ * message quotes the text with the session's secrets masked. */
+static int check_utf8(const hutch__secrets *set, const char *what,
+		      const char *s, hutch_error **err)
+{
+	size_t len = strlen(s), n;
+	char *clean;
+	int rc;
+
+	if (hutch__utf8_valid_len(s, len) == len)
+		return 0;
+	clean = hutch__redact_buffer(set, s, len, 0, &n);
+	if (!clean)
+		return hutch__error_oom(err);
+	rc = hutch__error_if_not_utf8(err, what, clean, n);
+	explicit_bzero(clean, n);
+	free(clean);
+	return rc;
+}
+
+static int validate(const hutch_exec_options *o, const hutch__secrets *set,
+		    hutch_error **err)
 {
 	if (!o || o->version != HUTCH_EXEC_OPTIONS_VERSION)
 		return hutch__error_set(err, HUTCH_EINVALID, "unsupported hutch_exec_options");
@@ -318,17 +389,52 @@ static int validate(const hutch_exec_options *o, hutch_error **err)
 	if (o->argc > MAX_ARGS)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"too many arguments (%zu, at most %d)", o->argc, MAX_ARGS);
-	for (size_t i = 0; i < o->argc; i++)
+	for (size_t i = 0; i < o->argc; i++) {
+		char what[40];
+		int rc;
+
 		if (!o->argv[i])
 			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
+		snprintf(what, sizeof(what), i ? "argument %zu" : "the command",
+			 i);
+		/* Checked here, before the engine: its runtime's failure looks
+		 * like the command's own exit 1 (see exec_too_long()). */
+		if (strlen(o->argv[i]) >= KERNEL_MAX_ARG_STRLEN)
+			return hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"%s is %zu bytes, over the kernel's limit of %u "
+				"for one argument; pass large data in a file",
+				what, strlen(o->argv[i]),
+				KERNEL_MAX_ARG_STRLEN - 1);
+		if ((rc = check_utf8(set, what, o->argv[i], err)) < 0)
+			return rc;
+	}
 	if (o->workdir && o->workdir[0] != '/')
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"working directory '%.200s' must be absolute", o->workdir);
-	for (size_t i = 0; i < o->env_count; i++)
+	if (o->workdir &&
+	    check_utf8(set, "working directory", o->workdir, err) < 0)
+		return HUTCH_EINVALID;
+	for (size_t i = 0; i < o->env_count; i++) {
 		if (!o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
 			return hutch__error_set(err, HUTCH_EINVALID,
 						"invalid environment entry '%.80s': expected K=V",
 						o->env[i] ? o->env[i] : "");
+		if (check_utf8(set, "environment entry", o->env[i], err) < 0)
+			return HUTCH_EINVALID;
+		if (strlen(o->env[i]) >= KERNEL_MAX_ARG_STRLEN) {
+			/* Named, not quoted: the value may be long. */
+			size_t name =
+				(size_t)(strchr(o->env[i], '=') - o->env[i]);
+
+			return hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"environment entry %.*s is %zu bytes, over the "
+				"kernel's limit of %u for one string",
+				name > 64 ? 64 : (int)name, o->env[i],
+				strlen(o->env[i]), KERNEL_MAX_ARG_STRLEN - 1);
+		}
+	}
 	return 0;
 }
 
@@ -719,7 +825,9 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	size_t cap;
 	int rc, code = -1, attempt, cut_by_us = 0;
 
-	rc = validate(o, err);
+	rc = validate(
+		o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s),
+		err);
 	if (rc < 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
@@ -734,6 +842,8 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		r.sink[i].i = i;
 	}
 	res = calloc(1, sizeof(*res));
+	if (res && !(flags & HUTCH__EXEC_RAW))
+		res->secrets = hutch__secrets_ref(hutch__session_redaction(s));
 	if (res && (hutch__redactor_init(&r.red[0], flags & HUTCH__EXEC_RAW ? NULL :
 				hutch__session_redaction(s)) < 0 ||
 		    hutch__redactor_init(&r.red[1], flags & HUTCH__EXEC_RAW ? NULL :
@@ -901,6 +1011,16 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 			}
 			goto out;
 		}
+		if (got == 1 && exec_too_long(&r, code)) {
+			rc = hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"the command was not started: its arguments and "
+				"environment (%zu bytes) are over the kernel's "
+				"limit in the container (execve: argument list too "
+				"long); pass large data in a file instead",
+				exec_bytes(o));
+			goto out;
+		}
 		res->status = HUTCH_EXEC_OK;
 		res->exit_code = got == 1 ? code : -1;
 		res->oom = saw_oom(&r);
@@ -1006,8 +1126,16 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 	if (!obj || !av)
 		goto out;
 	for (size_t i = 0; i < argc; i++) {
-		json_object *a = text(argv[i], strlen(argv[i]));
+		/* The command line can carry a secret ("curl -H 'Authorization:
+		 * $TOKEN'" expanded by the caller): masked as in the output. */
+		size_t n;
+		char *clean = hutch__redact_buffer(r->secrets, argv[i],
+						   strlen(argv[i]), 0, &n);
+		json_object *a = clean ? text(clean, n) : NULL;
 
+		if (clean)
+			explicit_bzero(clean, n);
+		free(clean);
 		if (!a)
 			goto out;
 		json_object_array_add(av, a);

@@ -24,6 +24,7 @@
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "fs_answer.h"
 #include "secrets.h"
 #include "session_internal.h"
 
@@ -39,12 +40,6 @@
 #define FS_ENV_TEXT_MAX (48u * 1024u)
 /* Where larger write and edit texts are uploaded; the agent deletes them. */
 #define FS_STAGE_DIR HUTCH_AGENT_DIR "/req"
-
-struct hutch_fs_result {
-	json_object *doc;
-	const char *json;        /* borrowed from doc */
-	json_object *entries;    /* borrowed from doc, or NULL */
-};
 
 static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
 
@@ -109,7 +104,8 @@ static int check_arg(const char *what, const char *s, hutch_error **err)
 		return hutch__error_set(err, HUTCH_ETOOBIG,
 					"%s is too long (%zu bytes, at most %u)",
 					what, len, FS_MAX_ARG);
-	return 0;
+	/* The engine would turn a bad byte into U+FFFD: another file. */
+	return hutch__error_if_not_utf8(err, what, s, len);
 }
 
 /* --- uploading texts ------------------------------------------------------- */
@@ -385,79 +381,6 @@ static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
 	return rc;
 }
 
-/* --- secrets ----------------------------------------------------------------- */
-
-enum { CUT_NO, CUT_IF_ELLIPSIS, CUT_YES };
-
-/* One string of the answer, redacted in place.  Texts the agent cut short
- * (a grep line over its cap, which then ends in "...", a read over
- * max_bytes) may end in the start of a secret: that is masked too. */
-static int redact_string(json_object *v, const hutch__secrets *set, int mode)
-{
-	const char *str = json_object_get_string(v);
-	size_t len = (size_t)json_object_get_string_len(v), n, keep = 0;
-	int cut = mode == CUT_YES, rc;
-	char *clean;
-
-	if (mode == CUT_IF_ELLIPSIS && len >= 3 && memcmp(str + len - 3, "...", 3) == 0) {
-		keep = 3;
-		cut = 1;
-	}
-	clean = hutch__redact_buffer(set, str, len - keep, cut, &n);
-	if (!clean)
-		return -1;
-	if (n != len - keep || memcmp(clean, str, n) != 0) {
-		if (keep) {
-			char *more = realloc(clean, n + keep + 1);
-
-			if (!more) {
-				free(clean);
-				return -1;
-			}
-			clean = more;
-			memcpy(clean + n, "...", keep + 1);
-			n += keep;
-		}
-		rc = json_object_set_string_len(v, clean, (int)n) ? 0 : -1;
-	} else {
-		rc = 0;
-	}
-	free(clean);
-	return rc;
-}
-
-/* Every string in the agent's answer: contents, grep lines, paths, names,
- * symlink targets, messages.  The agent's JSON is a few levels deep. */
-static int redact_json(json_object *v, const hutch__secrets *set, int truncated,
-		       const char *key, int depth)
-{
-	if (depth > 16)
-		return 0;
-	switch (json_object_get_type(v)) {
-	case json_type_string:
-		if (key && strcmp(key, "text") == 0)
-			return redact_string(v, set, CUT_IF_ELLIPSIS);
-		if (key && truncated && strcmp(key, "content") == 0)
-			return redact_string(v, set, CUT_YES);
-		return redact_string(v, set, CUT_NO);
-	case json_type_array:
-		for (size_t i = 0; i < json_object_array_length(v); i++)
-			if (redact_json(json_object_array_get_idx(v, i), set, truncated,
-					key, depth + 1) < 0)
-				return -1;
-		return 0;
-	case json_type_object: {
-		json_object_object_foreach(v, k, child) {
-			if (redact_json(child, set, truncated, k, depth + 1) < 0)
-				return -1;
-		}
-		return 0;
-	}
-	default:
-		return 0;
-	}
-}
-
 static int run_agent(hutch_fs_result **out, hutch_session *s,
 		     const struct argv *a, const char *tool,
 		     const hutch_fs_options *opts, hutch_error **err)
@@ -466,11 +389,10 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	const hutch__secrets *secrets = hutch__session_redaction(s);
 	hutch_exec_result *res = NULL;
 	hutch_fs_result *r = NULL;
-	json_object *doc = NULL, *v;
-	const char *data, *errdata;
+	const char *data, *errdata, *why = NULL;
 	size_t len, errlen;
 	uint64_t total, omitted;
-	int rc, code, upgraded = 0;
+	int rc, prc, code, upgraded = 0;
 
 	if (a->overflow)
 		return hutch__error_set(err, HUTCH_EINVALID,
@@ -533,57 +455,41 @@ again:
 				      "run file tools (exit %d): %.200s", tool, code, errdata);
 		goto out;
 	}
-	if (omitted == 0)
-		doc = hutch__json_parse(data, len);
-	if (!doc || !json_object_is_type(doc, json_type_object) ||
-	    (code != 0 && code != 1 && code != 2)) {
-		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "%s: the agent's answer is not understood "
-				      "(exit %d, %" PRIu64 " bytes): %.200s", tool,
-				      code, total, errlen ? errdata : data);
-		goto out;
+	if (code != 0 && code != 1 && code != 2) {
+		why = "unexpected exit status";
+		prc = -1;
+	} else if (omitted) {
+		why = "over its size cap";
+		prc = -1;
+	} else {
+		/* Redacted as it is parsed: masking the raw text could break
+		 * its syntax or miss a value the encoder escaped. */
+		prc = hutch__fs_answer_parse(&r, data, len, secrets, &why);
 	}
-	if (secrets) {
-		json_object *t = NULL;
-		int truncated = json_object_object_get_ex(doc, "truncated", &t) &&
-				json_object_get_boolean(t);
-
-		if (redact_json(doc, secrets, truncated, NULL, 0) < 0) {
-			rc = hutch__error_oom(err);
-			goto out;
-		}
-	}
-	if (code != 0 || json_object_object_get_ex(doc, "error", &v)) {
-		rc = agent_error(doc, tool, err);
-		goto out;
-	}
-
-	r = calloc(1, sizeof(*r));
-	if (!r) {
+	if (prc == -2) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
-	r->doc = doc;
-	doc = NULL;
-	r->json = json_object_to_json_string_ext(r->doc, JSON_C_TO_STRING_PLAIN |
-							 JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!r->json) {
-		hutch_fs_result_free(r);
-		rc = hutch__error_oom(err);
+	if (prc < 0) {
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"%s: the agent's answer is not understood "
+			"(exit %d, %" PRIu64 " bytes: %s): %.200s",
+			tool, code, total, why, errlen ? errdata : data);
 		goto out;
 	}
-	if (json_object_object_get_ex(r->doc, "entries", &v) ||
-	    json_object_object_get_ex(r->doc, "matches", &v)) {
-		if (json_object_is_type(v, json_type_array))
-			r->entries = v;
+	if (code != 0 || json_object_object_get_ex(r->doc, "error", NULL)) {
+		rc = agent_error(r->doc, tool, err);
+		goto out;
 	}
 	*out = r;
+	r = NULL;
 	rc = 0;
 out:
 	/* The messages above may quote the agent's raw output. */
 	if (rc < 0)
 		hutch__error_redact(err ? *err : NULL, secrets);
-	json_object_put(doc);
+	hutch__fs_answer_free(r);
 	hutch_exec_result_free(res);
 	return rc;
 }
@@ -872,7 +778,7 @@ void hutch_fs_result_edit(const hutch_fs_result *r, uint64_t *replacements,
 
 size_t hutch_fs_result_count(const hutch_fs_result *r)
 {
-	return r && r->entries ? json_object_array_length(r->entries) : 0;
+	return r ? r->count : 0;
 }
 
 static hutch_fs_type type_of(const char *s)
@@ -891,26 +797,23 @@ static hutch_fs_type type_of(const char *s)
 int hutch_fs_result_entry(hutch_fs_entry *entry, const hutch_fs_result *r,
 			  size_t i)
 {
-	json_object *e;
+	const struct hutch__fs_entry *e;
 
 	if (!entry || i >= hutch_fs_result_count(r))
 		return HUTCH_EINVALID;
-	e = json_object_array_get_idx(r->entries, i);
+	e = &r->entries[i];
 	memset(entry, 0, sizeof(*entry));
-	entry->path = str_field(e, "path");
-	entry->name = str_field(e, "name");
-	entry->type = type_of(str_field(e, "type"));
-	entry->size = num_field(e, "size");
-	entry->target = str_field(e, "target");
-	entry->line = num_field(e, "line");
-	entry->text = str_field(e, "text");
+	entry->path = hutch__fs_answer_str(r, e->path, NULL);
+	entry->name = hutch__fs_answer_str(r, e->name, NULL);
+	entry->type = type_of(hutch__fs_answer_str(r, e->type, NULL));
+	entry->size = e->size;
+	entry->target = hutch__fs_answer_str(r, e->target, NULL);
+	entry->line = e->line;
+	entry->text = hutch__fs_answer_str(r, e->text, NULL);
 	return 0;
 }
 
 void hutch_fs_result_free(hutch_fs_result *r)
 {
-	if (!r)
-		return;
-	json_object_put(r->doc);
-	free(r);
+	hutch__fs_answer_free(r);
 }

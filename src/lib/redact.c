@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "redact.h"
+#include "utf8.h"
 
 struct node {
 	uint32_t fail;     /* failure link */
@@ -32,6 +33,7 @@ struct hutch__secrets {
 	uint32_t root_next[256]; /* the root's children, dense: most bytes
 				    of ordinary output stop there */
 	size_t max_len;
+	unsigned int refs;
 };
 
 /* --- the automaton ---------------------------------------------------------- */
@@ -166,12 +168,205 @@ static size_t b64(char *out, const unsigned char *in, size_t len,
 	return o;
 }
 
+/* --- percent-encodings --------------------------------------------------- */
+
+enum {
+	PCT_RFC3986, /* keeps ALPHA DIGIT - . _ ~ */
+	PCT_URICOMP, /* encodeURIComponent: also ! ' ( ) * */
+	PCT_PYQUOTE, /* Python's quote(): also / */
+	PCT_FORM,    /* form encoding: as RFC 3986, space as '+' */
+	PCT_ALL,     /* every byte */
+};
+
+static int pct_keeps(int style, unsigned char c)
+{
+	if (style == PCT_ALL)
+		return 0;
+	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '~')
+		return 1;
+	if (style == PCT_URICOMP)
+		return c && strchr("!'()*", c) != NULL;
+	if (style == PCT_PYQUOTE)
+		return c == '/';
+	return 0;
+}
+
+/* Into `out` (room for 3 * len); returns the length. */
+static size_t pct(char *out, const unsigned char *v, size_t len, int style,
+		  const char *digits)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (pct_keeps(style, v[i])) {
+			out[o++] = (char)v[i];
+		} else if (style == PCT_FORM && v[i] == ' ') {
+			out[o++] = '+';
+		} else {
+			out[o++] = '%';
+			out[o++] = digits[v[i] >> 4];
+			out[o++] = digits[v[i] & 15];
+		}
+	}
+	return o;
+}
+
+/* --- JSON string escapes -------------------------------------------------- */
+
+enum {
+	JSON_SLASH = 1, /* "/" as "\/" */
+	JSON_ASCII = 2, /* non-ASCII as \uXXXX (surrogate pairs past U+FFFF) */
+	JSON_HTML = 4,	/* <, >, & and U+2028/9 as \uXXXX (Go) */
+	JSON_UPPER = 8, /* \u digits in upper case */
+};
+
+/* The code point of the UTF-8 sequence at v[0..n), n from
+ * hutch__utf8_seq_len. */
+static uint32_t code_point(const unsigned char *v, size_t n)
+{
+	static const unsigned char lead_mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+	uint32_t cp = v[0] & lead_mask[n];
+
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (v[i] & 0x3f);
+	return cp;
+}
+
+static size_t put_u(char *out, uint32_t unit, const char *digits)
+{
+	out[0] = '\\';
+	out[1] = 'u';
+	out[2] = digits[unit >> 12 & 15];
+	out[3] = digits[unit >> 8 & 15];
+	out[4] = digits[unit >> 4 & 15];
+	out[5] = digits[unit & 15];
+	return 6;
+}
+
+/* Into `out` (room for 6 * len: a byte grows at most to one \u00XX, a
+ * 4-byte sequence to a 12-byte surrogate pair); returns the length.  The
+ * values are valid UTF-8 (hutch refuses others); a stray byte is escaped
+ * as \u00XX, which no encoder writes, so it only makes a pattern that
+ * never matches. */
+static size_t json_escape(char *out, const unsigned char *v, size_t len,
+			  int flags)
+{
+	const char *digits = flags & JSON_UPPER ? "0123456789ABCDEF" :
+						  "0123456789abcdef";
+	size_t o = 0, i = 0;
+
+	while (i < len) {
+		size_t n = hutch__utf8_seq_len(v + i, len - i);
+		uint32_t cp = n ? code_point(v + i, n) : v[i];
+		const char *shortf = NULL;
+
+		if (n == 0)
+			n = 1;
+		switch (cp) {
+		case '"':
+			shortf = "\\\"";
+			break;
+		case '\\':
+			shortf = "\\\\";
+			break;
+		case '\b':
+			shortf = "\\b";
+			break;
+		case '\f':
+			shortf = "\\f";
+			break;
+		case '\n':
+			shortf = "\\n";
+			break;
+		case '\r':
+			shortf = "\\r";
+			break;
+		case '\t':
+			shortf = "\\t";
+			break;
+		case '/':
+			if (flags & JSON_SLASH)
+				shortf = "\\/";
+			break;
+		default:
+			break;
+		}
+		if (shortf) {
+			memcpy(out + o, shortf, 2);
+			o += 2;
+		} else if (cp < 0x20 || (flags & JSON_ASCII && cp >= 0x80) ||
+			   (flags & JSON_HTML &&
+			    (cp == '<' || cp == '>' || cp == '&' ||
+			     cp == 0x2028 || cp == 0x2029))) {
+			if (cp >= 0x10000) {
+				o += put_u(out + o,
+					   0xd800 + ((cp - 0x10000) >> 10),
+					   digits);
+				o += put_u(out + o,
+					   0xdc00 + ((cp - 0x10000) & 0x3ff),
+					   digits);
+			} else {
+				o += put_u(out + o, cp, digits);
+			}
+		} else {
+			memcpy(out + o, v + i, n);
+			o += n;
+		}
+		i += n;
+	}
+	return o;
+}
+
+/* The percent and JSON forms of one value; `enc` has room for 6 * len. */
+static int add_escaped(hutch__secrets *set, const unsigned char *v, size_t len,
+		       char *enc)
+{
+	static const struct {
+		int style;
+		const char *digits;
+	} pcts[] = {
+		{ PCT_RFC3986, "0123456789ABCDEF" },
+		{ PCT_RFC3986, "0123456789abcdef" },
+		{ PCT_URICOMP, "0123456789ABCDEF" },
+		{ PCT_PYQUOTE, "0123456789ABCDEF" },
+		{ PCT_FORM, "0123456789ABCDEF" },
+		{ PCT_ALL, "0123456789ABCDEF" },
+		{ PCT_ALL, "0123456789abcdef" },
+	};
+	static const int jsons[] = {
+		0,
+		JSON_SLASH,
+		JSON_ASCII,
+		JSON_ASCII | JSON_SLASH,
+		JSON_HTML,
+		JSON_ASCII | JSON_UPPER,
+		JSON_ASCII | JSON_SLASH | JSON_UPPER,
+	};
+	size_t n;
+
+	/* A form equal to the raw value (or to another form) adds no node. */
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
+		n = pct(enc, v, len, pcts[i].style, pcts[i].digits);
+		if (add_pattern(set, (unsigned char *)enc, n) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof(jsons) / sizeof(jsons[0]); i++) {
+		n = json_escape(enc, v, len, jsons[i]);
+		if (add_pattern(set, (unsigned char *)enc, n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 {
 	static const char *const alphabets[] = { b64_std, b64_url };
-	size_t enc_max = 4 * (len + 4) / 3 + 8, n;
+	/* Room for the longest form: a JSON escape (6 bytes per byte). */
+	size_t enc_max = 6 * len + 8, n;
 	unsigned char *shifted = malloc(len + 4);
-	char *enc = malloc(enc_max > 2 * len + 1 ? enc_max : 2 * len + 1);
+	char *enc = malloc(enc_max);
 	int rc = -1;
 
 	if (!shifted || !enc)
@@ -208,12 +403,14 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 				goto out;
 		}
 	}
+	if (add_escaped(set, v, len, enc) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (shifted)
 		explicit_bzero(shifted, len + 4);
 	if (enc)
-		explicit_bzero(enc, enc_max > 2 * len + 1 ? enc_max : 2 * len + 1);
+		explicit_bzero(enc, enc_max);
 	free(shifted);
 	free(enc);
 	return rc;
@@ -248,6 +445,7 @@ int hutch__secrets_new(hutch__secrets **out, const char *const *values,
 	set = calloc(1, sizeof(*set));
 	if (!set)
 		return -2;
+	set->refs = 1;
 	set->alloc = 256;
 	set->nodes = calloc(set->alloc, sizeof(*set->nodes));
 	set->n = 1;
@@ -265,9 +463,19 @@ oom:
 	return -2;
 }
 
+hutch__secrets *hutch__secrets_ref(const hutch__secrets *set)
+{
+	/* The patterns never change once built; only the count does. */
+	hutch__secrets *mine = (hutch__secrets *)set;
+
+	if (mine)
+		__atomic_add_fetch(&mine->refs, 1, __ATOMIC_RELAXED);
+	return mine;
+}
+
 void hutch__secrets_free(hutch__secrets *set)
 {
-	if (!set)
+	if (!set || __atomic_sub_fetch(&set->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	if (set->nodes)
 		explicit_bzero(set->nodes, set->alloc * sizeof(*set->nodes));

@@ -10,7 +10,19 @@
  *     without padding) and, because base64 of a value depends on where it
  *     falls in a 3-byte group of the encoded data, the part of each of the
  *     three alignments' encodings that is made of the value's bits alone
- *     (so `printf 'x%s' "$S" | base64` is caught too).
+ *     (so `printf 'x%s' "$S" | base64` is caught too);
+ *   - its percent-encodings, as the usual encoders write them: RFC 3986
+ *     (only unreserved characters kept), JavaScript's encodeURIComponent,
+ *     Python's quote (keeps '/'), form encoding (space as '+'), and every
+ *     byte encoded; upper-case hex, and lower-case for the first and last;
+ *   - its JSON string escapes: the minimal one (`"`, `\` and control
+ *     characters), with `\/` (json-c, PHP), with every non-ASCII character
+ *     as \uXXXX (Python's default, PHP's), both, and Go's (<, >, & and
+ *     U+2028/9 as \uXXXX); the \u digits in lower case, and upper case for
+ *     the ASCII-only form.
+ *
+ * Escapes of escapes (JSON inside JSON, a percent-encoded JSON string) are
+ * not patterns: there are too many layers to list.
  *
  * All of them go into one Aho-Corasick automaton.  A redactor runs one
  * stream through it and holds back at most (longest pattern - 1) bytes, so
@@ -47,8 +59,13 @@ typedef struct hutch__secrets hutch__secrets;
  */
 int hutch__secrets_new(hutch__secrets **out, const char *const *values,
 		       const size_t *lens, size_t n, const char **why);
-/* Accepts NULL.  Wipes the patterns before freeing them. */
+/* Accepts NULL.  Drops one reference; the last one wipes the patterns
+ * and frees them. */
 void hutch__secrets_free(hutch__secrets *set);
+/* One more reference to an immutable set (thread-safe), so that a result
+ * can redact what it shows after its session changed or freed its
+ * secrets.  Returns `set`; accepts NULL. */
+hutch__secrets *hutch__secrets_ref(const hutch__secrets *set);
 /* Length of the longest pattern (0 for an empty set). */
 size_t hutch__secrets_max_pattern(const hutch__secrets *set);
 

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "secrets.h"
+#include "utf8.h"
 
 void hutch__session_secrets_free(struct hutch__session_secrets *sec)
 {
@@ -94,6 +95,15 @@ int hutch_session_set_secrets(hutch_session *s, const char *const *secrets,
 					      "secret %.*s: its value is %zu bytes; redaction "
 					      "needs %u to %u", (int)n, secrets[i], lens[i],
 					      HUTCH_SECRET_MIN_LEN, HUTCH_SECRET_MAX_LEN);
+			goto fail;
+		}
+		/* The engine would change a value that is not UTF-8 (its JSON
+		 * decoder puts U+FFFD in): refused, without quoting it. */
+		if (hutch__utf8_valid_len(values[i], lens[i]) != lens[i]) {
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"secret %.*s: its value is not valid UTF-8",
+				(int)n, secrets[i]);
 			goto fail;
 		}
 		sec->env[i] = strdup(secrets[i]);

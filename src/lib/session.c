@@ -300,6 +300,13 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 			return HUTCH_EINVALID;
 		}
 		real[n] = '\0';
+		/* The engine would bind-mount another directory: its JSON
+		 * decoder turns bad bytes into U+FFFD. */
+		if (hutch__error_if_not_utf8(err, "workspace", real,
+					     strlen(real)) < 0) {
+			hutch_session_free(s);
+			return HUTCH_EINVALID;
+		}
 		s->workspace = strdup(real);
 		if (!s->workspace)
 			goto oom;
@@ -314,6 +321,12 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 				hutch__error_set(err, HUTCH_EINVALID,
 						 "invalid environment entry '%.80s': expected K=V",
 						 opts->env[i]);
+				hutch_session_free(s);
+				return HUTCH_EINVALID;
+			}
+			if (hutch__error_if_not_utf8(
+				    err, "environment entry", opts->env[i],
+				    strlen(opts->env[i])) < 0) {
 				hutch_session_free(s);
 				return HUTCH_EINVALID;
 			}

@@ -73,3 +73,104 @@ size_t hutch__utf8_cut(const char *s, size_t n, size_t max)
 		max--;
 	return max;
 }
+
+size_t hutch__utf8_valid_len(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		n = hutch__utf8_seq_len(u + i, len - i);
+		if (n == 0)
+			return i;
+		i += n;
+	}
+	return len;
+}
+
+/* Bytes of the sequence at u[i] (n from hutch__utf8_seq_len) to write as
+ * \xNN, or 0 to copy it. */
+static size_t escaped_bytes(const unsigned char *u, size_t n, int flags)
+{
+	if (n == 0)
+		return 1; /* not UTF-8 */
+	if (n == 1 && u[0] == '\t' && (flags & HUTCH__ESC_TEXT))
+		return 0;
+	if (n == 1 && (u[0] < 0x20 || u[0] == 0x7f))
+		return 1; /* C0, DEL */
+	if (n == 2 && u[0] == 0xc2 && u[1] < 0xa0)
+		return 2; /* C1 */
+	return 0;
+}
+
+int hutch__utf8_needs_escape(const char *s, size_t len, int flags)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		n = hutch__utf8_seq_len(u + i, len - i);
+		if (escaped_bytes(u + i, n, flags) ||
+		    (u[i] == '\\' && !(flags & HUTCH__ESC_TEXT)))
+			return 1;
+		i += n;
+	}
+	return 0;
+}
+
+char *hutch__utf8_escape(const char *s, size_t len, size_t max, int flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t shown = len < max ? len : max, i = 0, o = 0, n, k;
+	char *out;
+
+	/* Worst case every byte becomes four ("\xNN"), then "...". */
+	if (shown > ((size_t)-1 - 4) / 4)
+		return NULL;
+	out = malloc(shown * 4 + 4);
+	if (!out)
+		return NULL;
+	while (i < shown) {
+		n = hutch__utf8_seq_len(u + i, len - i);
+		/* A sequence that runs past the cut is not shown whole. */
+		if (n > shown - i)
+			break;
+		k = escaped_bytes(u + i, n, flags);
+		if (k) {
+			for (size_t j = 0; j < k; j++) {
+				out[o++] = '\\';
+				out[o++] = 'x';
+				out[o++] = hex[u[i + j] >> 4];
+				out[o++] = hex[u[i + j] & 15];
+			}
+			i += k;
+			continue;
+		}
+		if (u[i] == '\\' && !(flags & HUTCH__ESC_TEXT)) {
+			out[o++] = '\\';
+			out[o++] = '\\';
+		} else {
+			memcpy(out + o, u + i, n);
+			o += n;
+		}
+		i += n;
+	}
+	if (i < len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+const char *hutch__utf8_shown(const char *s, int flags, char **owned)
+{
+	size_t len = strlen(s);
+
+	*owned = NULL;
+	if (!hutch__utf8_needs_escape(s, len, flags))
+		return s;
+	*owned = hutch__utf8_escape(s, len, (size_t)-1, flags);
+	return *owned ? *owned : "?";
+}

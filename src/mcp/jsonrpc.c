@@ -280,21 +280,41 @@ int mcp_id_equal(json_object *a, json_object *b)
 	return 0;
 }
 
-const char *mcp_to_wire(json_object *obj, size_t *len)
+const char *mcp_to_wire(json_object *obj, size_t *len, char **owned)
 {
 	/* PLAIN escapes control characters inside strings, so the line
 	 * never holds a raw newline, as the stdio transport requires. */
 	const char *s = json_object_to_json_string_length(
 		obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, len);
 
-	return s;
+	*owned = NULL;
+	if (!s || hutch__utf8_valid_len(s, *len) == *len)
+		return s;
+	/* json-c copies string bytes as they are.  Bytes of 0x80 and up
+	 * can only be inside strings, so replacing the bad ones keeps the
+	 * JSON's shape and makes it valid UTF-8, as JSON must be. */
+	*owned = hutch__utf8_repair(s, *len, len);
+	return *owned;
 }
 
-/* An id is a string or an integer; MCP forbids null. */
+/* An id is a string or an integer; MCP forbids null.  json-c clamps an
+ * integer it cannot hold to INT64_MIN or UINT64_MAX, and ids are compared
+ * as int64: only integers it holds exactly as int64 (INT64_MIN excluded, a
+ * clamp looks the same) can be echoed as sent, larger ones are refused. */
 static int id_valid(json_object *id)
 {
-	return json_object_is_type(id, json_type_string) ||
-	       json_object_is_type(id, json_type_int);
+	int64_t v;
+
+	if (json_object_is_type(id, json_type_string))
+		return 1;
+	if (!json_object_is_type(id, json_type_int))
+		return 0;
+	v = json_object_get_int64(id);
+	if (v == INT64_MIN)
+		return 0;
+	/* Above INT64_MAX json-c keeps a uint64 that get_int64 clamps. */
+	return v != INT64_MAX ||
+	       json_object_get_uint64(id) == (uint64_t)INT64_MAX;
 }
 
 static int fail(json_object **reply, json_object *id, int code, const char *msg)
@@ -317,6 +337,12 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	*reply = NULL;
 	if (len >= (size_t)INT32_MAX)
 		return fail(reply, NULL, MCP_INVALID_REQUEST, "message too large");
+	/* JSON is UTF-8: a line that is not is refused whole, so no bad byte
+	 * reaches a message or an error text quoting it.  (json-c's own check
+	 * lets overlong forms and surrogates through.) */
+	if (hutch__utf8_valid_len(line, len) != len)
+		return fail(reply, NULL, MCP_PARSE_ERROR,
+			    "parse error: the message is not valid UTF-8");
 	tok = json_tokener_new();
 	if (!tok)
 		return fail(reply, NULL, MCP_INTERNAL_ERROR, "out of memory");
@@ -377,8 +403,10 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	has_id = json_object_object_get_ex(root, "id", &id);
 	if (has_id && !id_valid(id)) {
 		json_object_put(root);
-		return fail(reply, NULL, MCP_INVALID_REQUEST,
-			    "invalid request: \"id\" must be a string or an integer");
+		return fail(
+			reply, NULL, MCP_INVALID_REQUEST,
+			"invalid request: \"id\" must be a string or an integer "
+			"from -(2^63 - 1) to 2^63 - 1");
 	}
 	if (!json_object_object_get_ex(root, "jsonrpc", &v) ||
 	    !json_object_is_type(v, json_type_string) ||

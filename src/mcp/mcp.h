@@ -11,7 +11,8 @@
  *   server.c   the loop: dispatch, one worker thread per tools/call, the
  *              stdout lock, progress notifications and cancellation.
  *
- * Like the CLI, this code sees only the public headers <hutch/...>.
+ * Like the CLI, this code sees only the public headers <hutch/...> (and
+ * the pure UTF-8 helpers of src/lib/utf8.h, compiled in).
  */
 #ifndef HUTCH_MCP_H
 #define HUTCH_MCP_H
@@ -20,6 +21,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 #include <hutch/hutch.h>
+/* Pure UTF-8 helpers, shared with the library and the agent. */
+#include "../lib/utf8.h"
 
 /* --- limits ---------------------------------------------------------------- */
 
@@ -118,9 +121,11 @@ json_object *mcp_notification(const char *method, json_object *params);
 /* 1 when two request ids are the same id (same type, same value). */
 int mcp_id_equal(json_object *a, json_object *b);
 
-/* One line of JSON, no newline, as it goes on the wire.  Borrowed from
- * `obj`. */
-const char *mcp_to_wire(json_object *obj, size_t *len);
+/* One line of JSON, no newline, as it goes on the wire: borrowed from
+ * `obj`, or, when some string in it was not valid UTF-8 (a message cut in
+ * the middle of a character), a repaired copy (U+FFFD for each bad byte)
+ * that `*owned` holds for the caller to free.  NULL when out of memory. */
+const char *mcp_to_wire(json_object *obj, size_t *len, char **owned);
 
 /* --- argument schemas ------------------------------------------------------ */
 

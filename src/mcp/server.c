@@ -93,11 +93,12 @@ static void logf_(const char *fmt, ...)
 static void send_msg(struct server *srv, json_object *msg)
 {
 	const char *s;
+	char *owned = NULL;
 	size_t len, off = 0;
 
 	if (!msg)
 		return;
-	s = mcp_to_wire(msg, &len);
+	s = mcp_to_wire(msg, &len, &owned);
 	pthread_mutex_lock(&srv->out_lock);
 	while (s && !srv->out_broken && off <= len) {
 		/* The line and its newline; writev would do, but two writes
@@ -119,6 +120,7 @@ static void send_msg(struct server *srv, json_object *msg)
 			break;
 	}
 	pthread_mutex_unlock(&srv->out_lock);
+	free(owned);
 	json_object_put(msg);
 }
 

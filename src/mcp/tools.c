@@ -573,13 +573,21 @@ static const char *type_word(hutch_fs_type t)
  * --json object. */
 static json_object *fs_result(hutch_fs_result *res, char *text_s, mcp_call_ctx *ctx)
 {
-	json_object *doc = parse_json(hutch_fs_result_json(res));
+	/* The result's JSON goes into the reply as it is: parsed into a
+	 * json-c tree, a find's 100,000 entries would cost ~1 KiB each, and
+	 * 16 calls run at once.  An object whose serializer writes the text
+	 * (the library made it: one valid JSON object). */
+	char *raw = strdup(hutch_fs_result_json(res));
+	json_object *doc = raw ? json_object_new_object() : NULL;
 
 	hutch_fs_result_free(res);
 	if (!doc) {
+		free(raw);
 		free(text_s);
 		return NULL;
 	}
+	json_object_set_serializer(doc, json_object_userdata_to_json_string,
+				   raw, json_object_free_userdata);
 	return make_result(text_s, doc, 0, ctx);
 }
 
@@ -693,18 +701,32 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 	if (text_open(&t) < 0)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
+		char *own[3];
+		const char *name, *target, *line;
+
 		if (hutch_fs_result_entry(&e, res, i) < 0)
 			break;
+		/* Names come from the sandbox: a newline in one would read as
+		 * two entries.  structuredContent keeps them exact. */
+		name = hutch__utf8_shown(e.name ? e.name : e.path, 0, &own[0]);
+		target = hutch__utf8_shown(e.target ? e.target : "?", 0,
+					   &own[1]);
+		line = hutch__utf8_shown(e.text ? e.text : "", HUTCH__ESC_TEXT,
+					 &own[2]);
 		if (tool == 'g')
-			fprintf(t.f, "%s:%" PRIu64 ":%s\n", e.path, e.line, e.text ? e.text : "");
+			fprintf(t.f, "%s:%" PRIu64 ":%s\n", name, e.line, line);
 		else if (tool == 'f')
-			fprintf(t.f, "%s%s\n", e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+			fprintf(t.f, "%s%s\n", name,
+				e.type == HUTCH_FS_DIR ? "/" : "");
 		else if (e.type == HUTCH_FS_SYMLINK)
-			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n", type_word(e.type), e.size,
-				e.name ? e.name : e.path, e.target ? e.target : "?");
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n",
+				type_word(e.type), e.size, name, target);
 		else
-			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n", type_word(e.type), e.size,
-				e.name ? e.name : e.path, e.type == HUTCH_FS_DIR ? "/" : "");
+			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n",
+				type_word(e.type), e.size, name,
+				e.type == HUTCH_FS_DIR ? "/" : "");
+		for (size_t k = 0; k < 3; k++)
+			free(own[k]);
 	}
 	if (n == 0)
 		fprintf(t.f, "%s\n", tool == 'g'   ? "no matches"

@@ -34,8 +34,13 @@ static void one_line(const char *line, size_t len, json_object *schema)
 	if (mcp_message_parse(&msg, line, len, &reply) < 0) {
 		if (reply) {
 			size_t n;
+			char *owned;
+			const char *w = mcp_to_wire(reply, &n, &owned);
 
-			FUZZ_CHECK(mcp_to_wire(reply, &n) != NULL);
+			FUZZ_CHECK(w != NULL);
+			/* What goes out is always valid UTF-8. */
+			FUZZ_CHECK(hutch__utf8_valid_len(w, n) == n);
+			free(owned);
 		}
 		json_object_put(reply);
 		return;

@@ -173,6 +173,11 @@ static json_object *next_msg(int ms)
 			json_object *o;
 
 			*nl = '\0';
+			/* JSON is UTF-8: a line that is not is not JSON. */
+			cr_assert_eq(
+				hutch__utf8_valid_len(H.buf, l), l,
+				"the server wrote a line that is not UTF-8: %.300s",
+				H.buf);
 			o = json_tokener_parse(H.buf);
 			cr_assert_not_null(o, "the server wrote a line that is not JSON: %.300s",
 					   H.buf);
@@ -618,6 +623,70 @@ Test(mcp, invalid_requests)
 	send_line("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\",\"params\":\"x\"}");
 	expect_error(reply_to(12), MCP_INVALID_PARAMS, "params");
 	expect_alive(13);
+}
+
+/* A client's bytes that are not UTF-8 never come back: the line is a parse
+ * error (id null), and a name cut in the middle of a character in an error
+ * text is repaired. */
+Test(mcp, invalid_utf8_is_never_echoed)
+{
+	char name[400];
+	json_object *m;
+
+	start();
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/\xff\xfe\"}");
+	expect_error(null_reply(), MCP_PARSE_ERROR, "parse error");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"x\xc0\xaf\",\"arguments\":{}}}");
+	expect_error(null_reply(), MCP_PARSE_ERROR, "parse error");
+	/* 199 ASCII bytes then "é": "%.200s" cuts inside it. */
+	memset(name, 'a', 199);
+	strcpy(name + 199, "\xc3\xa9\xc3\xa9");
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\"}", name);
+	m = reply_to(7);
+	expect_error(m, MCP_METHOD_NOT_FOUND, NULL);
+	expect_alive(8);
+}
+
+/* An id json-c cannot hold exactly would be answered as another id: such
+ * requests are refused with id null. */
+Test(mcp, ids_beyond_int64_are_refused_not_changed)
+{
+	static const char *const ids[] = {
+		"18446744073709551616", "99999999999999999999999",
+		"9223372036854775808",	"-9223372036854775809",
+		"-9223372036854775808",
+	};
+	json_object *m;
+
+	start();
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		sendf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}",
+		      ids[i]);
+		expect_error(null_reply(), MCP_INVALID_REQUEST, "id");
+	}
+	/* The largest exact one comes back as sent. */
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}");
+	m = next_msg(10000);
+	cr_assert_not_null(m);
+	cr_assert(strstr(json_object_to_json_string_ext(m,
+							JSON_C_TO_STRING_PLAIN),
+			 "\"id\":9223372036854775807") != NULL,
+		  "%s", json_object_to_json_string(m));
+	json_object_put(m);
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775807,\"method\":\"ping\"}");
+	m = next_msg(10000);
+	cr_assert_not_null(m);
+	cr_assert(strstr(json_object_to_json_string_ext(m,
+							JSON_C_TO_STRING_PLAIN),
+			 "\"id\":-9223372036854775807") != NULL,
+		  "%s", json_object_to_json_string(m));
+	json_object_put(m);
+	expect_alive(3);
 }
 
 Test(mcp, unknown_method)

@@ -237,12 +237,13 @@ Test(redact, holds_back_at_most_the_longest_pattern)
 	static struct sink s;
 	char text[1000];
 
-	cr_assert_eq(hutch__secrets_max_pattern(set), 20);  /* hex */
+	/* every byte percent-encoded */
+	cr_assert_eq(hutch__secrets_max_pattern(set), 30);
 	memset(text, '.', sizeof(text));
 	cr_assert_eq(hutch__redactor_init(&r, set), 0);
 	s.len = 0;
 	cr_assert_eq(hutch__redact_feed(&r, text, sizeof(text), to_sink, &s), 0);
-	cr_assert_eq(s.len, sizeof(text) - 19);
+	cr_assert_eq(s.len, sizeof(text) - 29);
 	cr_assert_eq(hutch__redact_flush(&r, 0, to_sink, &s), 0);
 	cr_assert_eq(s.len, sizeof(text));
 	hutch__redactor_free(&r);
@@ -324,4 +325,73 @@ Test(redact, cut_stream_masks_a_started_secret)
 	cr_assert_str_eq(out, "x cor");
 	free(out);
 	hutch__secrets_free(set);
+}
+
+/* Percent-encodings as the usual encoders write them (the expected texts
+ * are written out by hand, as Python's quote/quote_plus and JavaScript's
+ * encodeURIComponent give them). */
+Test(redact, percent_encoded_forms)
+{
+	hutch__secrets *set = set_of("p@ss/w rd!é", NULL);
+	static const char *const forms[] = {
+		"p%40ss%2Fw%20rd%21%C3%A9", /* RFC 3986, quote(safe='') */
+		"p%40ss%2fw%20rd%21%c3%a9", /* lower-case hex */
+		"p%40ss%2Fw%20rd!%C3%A9",   /* encodeURIComponent */
+		"p%40ss/w%20rd%21%C3%A9",   /* Python's quote() */
+		"p%40ss%2Fw+rd%21%C3%A9",   /* quote_plus, forms */
+		"%70%40%73%73%2F%77%20%72%64%21%C3%A9", /* every byte */
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char in[128], *out;
+
+		snprintf(in, sizeof(in), "url=%s&x=1", forms[i]);
+		out = redact(set, in);
+		cr_assert_str_eq(out, "url=[REDACTED]&x=1", "form %zu: %s", i,
+				 out);
+		free(out);
+	}
+	hutch__secrets_free(set);
+}
+
+/* JSON string escapes: what json.dumps (ensure_ascii), JSON.stringify,
+ * json-c, PHP and Go write for the value. */
+Test(redact, json_escaped_forms)
+{
+	hutch__secrets *set = set_of("a\"b\\c/d<é\n\xf0\x9f\x94\x91", NULL);
+	static const char *const forms[] = {
+		"a\\\"b\\\\c/d<\xc3\xa9\\n\xf0\x9f\x94\x91", /* JSON.stringify */
+		"a\\\"b\\\\c\\/d<\xc3\xa9\\n\xf0\x9f\x94\x91", /* json-c */
+		"a\\\"b\\\\c/d<\\u00e9\\n\\ud83d\\udd11",      /* json.dumps */
+		"a\\\"b\\\\c\\/d<\\u00e9\\n\\ud83d\\udd11",    /* PHP */
+		"a\\\"b\\\\c/d\\u003c\xc3\xa9\\n\xf0\x9f\x94\x91", /* Go */
+		"a\\\"b\\\\c/d<\\u00E9\\n\\uD83D\\uDD11", /* upper-case */
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char in[128], *out;
+
+		snprintf(in, sizeof(in), "{\"k\":\"%s\"}", forms[i]);
+		out = redact(set, in);
+		cr_assert_str_eq(out, "{\"k\":\"[REDACTED]\"}", "form %zu: %s",
+				 i, out);
+		free(out);
+	}
+	hutch__secrets_free(set);
+}
+
+/* A result keeps its set alive after the session dropped it. */
+Test(redact, reference_outlives_the_first_owner)
+{
+	hutch__secrets *set = set_of("hunter2-token", NULL);
+	hutch__secrets *mine = hutch__secrets_ref(set);
+	char *out;
+
+	hutch__secrets_free(set);
+	out = redact(mine, "x hunter2-token y");
+	cr_assert_str_eq(out, "x [REDACTED] y");
+	free(out);
+	hutch__secrets_free(mine);
+	hutch__secrets_free(NULL);
+	cr_assert_null(hutch__secrets_ref(NULL));
 }
