@@ -174,7 +174,9 @@ step "valgrind: the unit tests and the fuzz corpora (memcheck, definite leaks)"
 # (but not into the static in-container agent some tests start); with -q
 # valgrind writes only errors, so any non-empty log is a failure.
 # editmatch/large_inputs_are_bounded runs the matcher to its work budget,
-# which valgrind would take minutes for.
+# which valgrind would take minutes for; the seccomp tests install the
+# agent's filter, which then judges valgrind's own system calls, not the
+# program's (and valgrind cannot run the i386 calls they make).
 valgrind_unit() {
 	local logs=$top/valgrind-logs t bad
 	rm -rf "$logs"
@@ -185,7 +187,7 @@ valgrind_unit() {
 		echo "valgrind: $t"
 		set -- "$t"
 		[ "$t" = tests/fuzz/replay ] || set -- "$t" -j"$jobs" \
-			--filter '!(editmatch/large_inputs_are_bounded)'
+			--filter '!(editmatch/large_inputs_are_bounded|seccomp/*)'
 		timeout --kill-after=30 "${HUTCH_VALGRIND_TIMEOUT:-900}" \
 			./libtool --mode=execute valgrind -q --trace-children=yes \
 			--trace-children-skip='*/hutch-agent' --log-file="$logs/%p.log" \
@@ -194,6 +196,14 @@ valgrind_unit() {
 			>"$logs/${t##*/}.out" 2>&1 ||
 			{ tail -n 20 "$logs/${t##*/}.out"; return 1; }
 		tail -n 1 "$logs/${t##*/}.out"
+	done
+	# Valgrind 3.19 does not know openat2() (syscall 437): it answers
+	# ENOSYS, which src/lib/beneath.c handles by its one-component walk,
+	# and warns in five lines.  Those lines alone are no error.
+	for t in "$logs"/[0-9]*.log; do
+		[ -f "$t" ] || continue
+		awk '/WARNING: unhandled amd64-linux syscall: 437$/ { skip = 4; next }
+			skip > 0 { skip--; next } { print }' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
 	done
 	bad=$(find "$logs" -name '[0-9]*.log' -size +0)
 	[ -z "$bad" ] || { cat $bad; return 1; }

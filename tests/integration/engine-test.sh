@@ -14,6 +14,7 @@
 set -u
 
 name=${1:?usage: engine-test.sh docker|podman [PROGRAM]}
+prog=${2:-tests/integration/test-integration}
 var=HUTCH_TEST_$(printf '%s' "$name" | tr '[:lower:]' '[:upper:]')
 eval "url=\${$var:-}"
 
@@ -41,7 +42,7 @@ if ! answer=$(curl -sS --max-time 10 "$@" 2>&1) || [ "$answer" != OK ]; then
 	exit 1
 fi
 
-bin=${HUTCH_BUILDDIR:-.}/${2:-tests/integration/test-integration}
+bin=${HUTCH_BUILDDIR:-.}/$prog
 if [ ! -x "$bin" ]; then
 	echo "engine-test: $bin is not built"
 	exit 99 # hard error: the build is broken, not the test
