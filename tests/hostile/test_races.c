@@ -313,7 +313,7 @@ IT_TEST(races, settings)
 		    SETTINGS_ROUNDS);
 }
 
-#define BAD_ROUNDS 12
+#define BAD_ROUNDS 16
 
 /* A racer asking for an image the engine does not have: before the fix,
  * the others took its settings from the volume it had just made and
@@ -381,52 +381,157 @@ IT_TEST(races, bad_user_fails_alone)
  * fixed code they wait for its lock, so this is only how long the round
  * lasts, not something asserted. */
 #define FROZEN_GRACE 3.0
+/* Bytes of filler before the edited lines. */
+#define FILLER "4194304"
 
 /*
  * A static program for the sandbox, as whatever runs in a session could
- * build one.  "hold FILE": take an exclusive flock on FILE, say "locked
- * PID", hold it until killed.  "freeze NEEDLE GO": say "armed", find the
- * first process with a file open whose path holds NEEDLE (a file tool
- * writing its temporary file) and SIGSTOP it - file tools run as the
- * session's user, so any command of the session may - say "frozen", and
- * SIGCONT it once GO exists.
+ * build one.  File tools run as the session's user, so any command of the
+ * session may watch and signal them.
+ *  - "hold FILE": take an exclusive flock on FILE, say "locked PID", hold
+ *    it until killed;
+ *  - "freeze TOOL SIZE GO watch|step": say "armed"; find a process of the
+ *    file tool TOOL that has read SIZE bytes (the file it edits) and
+ *    SIGSTOP it: with "watch" the first one seen (many run at once), with
+ *    "step" the only one, stopped and looked at again and again until it
+ *    has read them; say "frozen PID" (0 when it got past), SIGCONT it once
+ *    GO exists.
  */
 static const char racer_src[] =
-	"#include <dirent.h>\n#include <fcntl.h>\n#include <signal.h>\n"
-	"#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-	"#include <sys/file.h>\n#include <time.h>\n#include <unistd.h>\n"
-	"static int writer(const char *needle)\n{\n"
-	"\tDIR *d = opendir(\"/proc\"), *fds;\n\tstruct dirent *e, *f;\n"
-	"\tchar dir[64], link[400], target[512];\n\tint pid, found = 0;\n"
-	"\tif (!d)\n\t\treturn 0;\n"
-	"\twhile (!found && (e = readdir(d))) {\n"
+	"#include <dirent.h>\n"
+	"#include <fcntl.h>\n"
+	"#include <signal.h>\n"
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"#include <sys/file.h>\n"
+	"#include <time.h>\n"
+	"#include <unistd.h>\n"
+	"\n"
+	"static int slurp(int pid, const char *what, char *buf, int cap)\n"
+	"{\n"
+	"\tchar path[64];\n"
+	"\tint fd, n;\n"
+	"\n"
+	"\tsnprintf(path, sizeof(path), \"/proc/%d/%s\", pid, what);\n"
+	"\tfd = open(path, O_RDONLY);\n"
+	"\tif (fd < 0)\n"
+	"\t\treturn -1;\n"
+	"\tn = (int)read(fd, buf, cap - 1);\n"
+	"\tclose(fd);\n"
+	"\tif (n < 0)\n"
+	"\t\treturn -1;\n"
+	"\tbuf[n] = 0;\n"
+	"\treturn n;\n"
+	"}\n"
+	"\n"
+	"/* argv[1] is \"fs\" and argv[2] is `tool`: the file tool itself. */\n"
+	"static int is_tool(int pid, const char *tool)\n"
+	"{\n"
+	"\tchar buf[512];\n"
+	"\tint n = slurp(pid, \"cmdline\", buf, sizeof(buf)), a1, a2;\n"
+	"\n"
+	"\tif (n <= 0)\n"
+	"\t\treturn 0;\n"
+	"\ta1 = (int)strlen(buf) + 1;\n"
+	"\tif (a1 >= n || strcmp(buf + a1, \"fs\"))\n"
+	"\t\treturn 0;\n"
+	"\ta2 = a1 + 3;\n"
+	"\treturn a2 < n && !strcmp(buf + a2, tool);\n"
+	"}\n"
+	"\n"
+	"/* Bytes it has read so far. */\n"
+	"static long long rchar(int pid)\n"
+	"{\n"
+	"\tchar buf[512], *p;\n"
+	"\n"
+	"\tif (slurp(pid, \"io\", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, \"rchar: \")))\n"
+	"\t\treturn -1;\n"
+	"\treturn atoll(p + 7);\n"
+	"}\n"
+	"\n"
+	"static int stopped(int pid)\n"
+	"{\n"
+	"\tchar buf[512], *p;\n"
+	"\n"
+	"\tif (slurp(pid, \"stat\", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))\n"
+	"\t\treturn -1;\n"
+	"\treturn p[2] == 'T' || p[2] == 't';\n"
+	"}\n"
+	"\n"
+	"/* The first `tool` process that has read at least `size` bytes. */\n"
+	"static int find(const char *tool, long long size)\n"
+	"{\n"
+	"\tDIR *d = opendir(\"/proc\");\n"
+	"\tstruct dirent *e;\n"
+	"\tint pid, found = 0;\n"
+	"\n"
+	"\twhile (d && !found && (e = readdir(d))) {\n"
 	"\t\tpid = atoi(e->d_name);\n"
-	"\t\tif (pid <= 0 || pid == getpid())\n\t\t\tcontinue;\n"
-	"\t\tsnprintf(dir, sizeof(dir), \"/proc/%d/fd\", pid);\n"
-	"\t\tif (!(fds = opendir(dir)))\n\t\t\tcontinue;\n"
-	"\t\twhile (!found && (f = readdir(fds))) {\n"
-	"\t\t\tssize_t n;\n"
-	"\t\t\tsnprintf(link, sizeof(link), \"%s/%s\", dir, f->d_name);\n"
-	"\t\t\tn = readlink(link, target, sizeof(target) - 1);\n"
-	"\t\t\tif (n > 0) {\n\t\t\t\ttarget[n] = 0;\n"
-	"\t\t\t\tfound = strstr(target, needle) ? pid : 0;\n\t\t\t}\n\t\t}\n"
-	"\t\tclosedir(fds);\n\t}\n\tclosedir(d);\n\treturn found;\n}\n"
-	"int main(int argc, char **argv)\n{\n"
+	"\t\tif (pid > 0 && pid != getpid() && is_tool(pid, tool) &&\n"
+	"\t\t    rchar(pid) >= size)\n"
+	"\t\t\tfound = pid;\n"
+	"\t}\n"
+	"\tif (d)\n"
+	"\t\tclosedir(d);\n"
+	"\treturn found;\n"
+	"}\n"
+	"\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\ttime_t end = time(NULL) + 10;\n"
+	"\tlong long size;\n"
+	"\tint pid = 0, st;\n"
+	"\n"
 	"\tif (argc == 3 && !strcmp(argv[1], \"hold\")) {\n"
 	"\t\tint fd = open(argv[2], O_RDONLY);\n"
-	"\t\tif (fd < 0 || flock(fd, LOCK_EX) < 0)\n\t\t\treturn 1;\n"
-	"\t\tprintf(\"locked %d\\n\", (int)getpid());\n\t\tfflush(stdout);\n"
-	"\t\tfor (;;)\n\t\t\tpause();\n\t}\n"
-	"\tif (argc == 4 && !strcmp(argv[1], \"freeze\")) {\n"
-	"\t\ttime_t end = time(NULL) + 60;\n\t\tint pid = 0;\n"
-	"\t\tprintf(\"armed\\n\");\n\t\tfflush(stdout);\n"
-	"\t\twhile (!(pid = writer(argv[2])) && time(NULL) < end)\n\t\t\t;\n"
-	"\t\tif (!pid || kill(pid, SIGSTOP) < 0)\n\t\t\treturn 1;\n"
-	"\t\tprintf(\"frozen %d\\n\", pid);\n\t\tfflush(stdout);\n"
-	"\t\twhile (access(argv[3], F_OK) != 0 && time(NULL) < end + 60)\n"
-	"\t\t\tusleep(10000);\n"
-	"\t\tkill(pid, SIGCONT);\n\t\tunlink(argv[3]);\n\t\treturn 0;\n\t}\n"
-	"\treturn 2;\n}\n";
+	"\n"
+	"\t\tif (fd < 0 || flock(fd, LOCK_EX) < 0)\n"
+	"\t\t\treturn 1;\n"
+	"\t\tprintf(\"locked %d\\n\", (int)getpid());\n"
+	"\t\tfflush(stdout);\n"
+	"\t\tfor (;;)\n"
+	"\t\t\tpause();\n"
+	"\t}\n"
+	"\tif (argc != 6 || strcmp(argv[1], \"freeze\"))\n"
+	"\t\treturn 2;\n"
+	"\tsize = atoll(argv[3]);\n"
+	"\tprintf(\"armed\\n\");\n"
+	"\tfflush(stdout);\n"
+	"\tif (!strcmp(argv[5], \"watch\")) {\n"
+	"\t\t/* Many candidates: stop the first one seen past its read. */\n"
+	"\t\twhile (!(pid = find(argv[2], size)) && time(NULL) < end)\n"
+	"\t\t\t;\n"
+	"\t\tif (pid && kill(pid, SIGSTOP) < 0)\n"
+	"\t\t\tpid = 0;\n"
+	"\t} else {\n"
+	"\t\t/* One: stop and look, again and again, until it has read. */\n"
+	"\t\twhile (!(pid = find(argv[2], 0)) && time(NULL) < end)\n"
+	"\t\t\t;\n"
+	"\t\twhile (pid) {\n"
+	"\t\t\tif (kill(pid, SIGSTOP) < 0) {\n"
+	"\t\t\t\tpid = 0;\n"
+	"\t\t\t\tbreak;\n"
+	"\t\t\t}\n"
+	"\t\t\twhile ((st = stopped(pid)) == 0)\n"
+	"\t\t\t\t;\n"
+	"\t\t\tif (st < 0)\n"
+	"\t\t\t\tpid = 0;\n"
+	"\t\t\tif (st < 0 || rchar(pid) >= size)\n"
+	"\t\t\t\tbreak;\n"
+	"\t\t\tkill(pid, SIGCONT);\n"
+	"\t\t}\n"
+	"\t}\n"
+	"\t/* 0: it got past us; the round is then a plain race. */\n"
+	"\tprintf(\"frozen %d\\n\", pid);\n"
+	"\tfflush(stdout);\n"
+	"\twhile (access(argv[4], F_OK) != 0 && time(NULL) < end + 60)\n"
+	"\t\tusleep(10000);\n"
+	"\tif (pid)\n"
+	"\t\tkill(pid, SIGCONT);\n"
+	"\tunlink(argv[4]);\n"
+	"\treturn 0;\n"
+	"}\n";
 
 /* Build the racer on the host and put it at /workspace/racer. */
 static void install_racer(const char *s)
@@ -511,15 +616,15 @@ static it_result sh(const char *s, const char *script)
 	return it_hutch("exec", s, "--", "sh", "-c", script, NULL);
 }
 
-/* The file: 100 KiB of filler (so writing it takes a moment the racer can
- * see) and one line per editor. */
+/* The file: FILLER bytes (an edit that has read them is past its read)
+ * and one line per editor. */
 static void reset_file(const char *s)
 {
-	it_result r = sh(
-		s,
-		"rm -f /workspace/go; yes filler-filler-filler | head -c 102400 "
-		"> f.txt; for i in 0 1 2 3 4 5 6 7 8 9; do echo \"line-0$i;\" >> f.txt; "
-		"done");
+	static const char script[] =
+		"rm -f /workspace/go\n"
+		"yes filler-filler-filler | head -c " FILLER " > f.txt\n"
+		"for i in 0 1 2 3 4 5 6 7 8 9; do echo \"line-0$i;\" >> f.txt; done\n";
+	it_result r = sh(s, script);
 
 	IT_ASSERT_EXIT(r, 0, "reset the file");
 	it_result_free(&r);
@@ -571,15 +676,20 @@ static int edit_landed(it_result *r, const char *what)
 }
 
 /*
- * One round: the racer freezes the first edit it sees writing its result;
- * the other processes (`n` of them, started at once, the first `edits`
- * edits of line i, then whatever else) get FROZEN_GRACE seconds, then the
- * frozen one goes on.  Returns the file; landed[i] says which edits said
- * they landed.
+ * One round: the racer freezes an edit after it has read the file; the
+ * other processes get FROZEN_GRACE seconds, then the frozen one goes on.
+ * `argvs`: `edits` edits (edit i replaces line i), then whatever else, `n`
+ * in all.  With `first_alone` the first one starts alone and is the one
+ * frozen, the others start at once when it is; without, all start at once
+ * and the first edit seen past its read is frozen.  Returns the file;
+ * landed[i] says which edits said they landed.
  */
+/* Rounds in which the racer froze an edit. */
+static int frozen_rounds;
+
 static char *frozen_round(const char *s, int round,
 			  const char *const *const *argvs, int n, int edits,
-			  int *landed)
+			  int first_alone, int *landed)
 {
 	const char *freeze[] = { "exec",
 				 s,
@@ -588,8 +698,10 @@ static char *frozen_round(const char *s, int round,
 				 "--",
 				 "/workspace/racer",
 				 "freeze",
-				 "/.f.txt.hutch-",
+				 "edit",
+				 FILLER,
 				 "/workspace/go",
+				 first_alone ? "step" : "watch",
 				 NULL };
 	it_proc racer, p[EDITORS + 1];
 	int gate[2];
@@ -601,12 +713,19 @@ static char *frozen_round(const char *s, int round,
 	it_spawn(&racer, NULL, freeze);
 	expect_line(&racer, "armed", rest, sizeof(rest));
 	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
-	for (int i = 0; i < n; i++)
+	if (first_alone) {
+		it_spawn(&p[0], NULL, argvs[0]);
+		expect_line(&racer, "frozen", rest, sizeof(rest));
+	}
+	for (int i = first_alone ? 1 : 0; i < n; i++)
 		it_spawn(&p[i], &o, argvs[i]);
 	close(gate[1]);
-	expect_line(&racer, "frozen", rest, sizeof(rest));
+	if (!first_alone)
+		expect_line(&racer, "frozen", rest, sizeof(rest));
+	/* " 0": every edit got past the racer, a plain race this time. */
+	frozen_rounds += atoi(rest) > 0;
 	/* The others: done (before the fix) or waiting for the frozen
-	 * edit's lock (after). */
+	 * one's lock (after). */
 	wait_exits(p, n, n - 1, FROZEN_GRACE);
 	r = sh(s, "touch /workspace/go");
 	IT_ASSERT_EXIT(r, 0, "let the frozen edit go on");
@@ -655,8 +774,8 @@ IT_TEST(races, parallel_edits)
 	}
 	for (int round = 0; round < EDIT_ROUNDS; round++) {
 		int landed[EDITORS];
-		char *now =
-			frozen_round(s, round, argvs, EDITORS, EDITORS, landed);
+		char *now = frozen_round(s, round, argvs, EDITORS, EDITORS, 0,
+					 landed);
 
 		for (int i = 0; i < EDITORS; i++) {
 			cr_assert(
@@ -674,8 +793,10 @@ IT_TEST(races, parallel_edits)
 		}
 		free(now);
 	}
-	cr_log_info("%s: %d of %d edits landed", it_engine_name(), landed_total,
-		    EDITORS * EDIT_ROUNDS);
+	cr_log_info(
+		"%s: %d of %d edits landed, %d of %d rounds with one frozen",
+		it_engine_name(), landed_total, EDITORS * EDIT_ROUNDS,
+		frozen_rounds, EDIT_ROUNDS);
 }
 
 /* A write while an edit is held up: the edit may land first (and be
@@ -705,7 +826,7 @@ IT_TEST(races, write_among_edits)
 	memcpy(argv[4], write, sizeof(write));
 	argvs[4] = argv[4];
 	for (int round = 0; round < EDIT_ROUNDS; round++) {
-		char *now = frozen_round(s, round, argvs, 5, 4, landed);
+		char *now = frozen_round(s, round, argvs, 5, 4, 1, landed);
 
 		/* Edits after the write find nothing to replace: the write
 		 * is the last word, whatever the order. */
@@ -715,6 +836,8 @@ IT_TEST(races, write_among_edits)
 				 round, strstr(now, "line-") ?: now);
 		free(now);
 	}
+	cr_log_info("%s: %d of %d rounds with the edit frozen",
+		    it_engine_name(), frozen_rounds, EDIT_ROUNDS);
 }
 
 /* A process in the sandbox holds the file's lock: edits wait for it a
