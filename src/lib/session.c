@@ -1770,8 +1770,6 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		int fresh;
 
 		now = hutch__now_ms();
-		if (now - begun > RACE_GIVEUP_MS)
-			goto stuck;
 		rc = state_of(s, &c, diff, sizeof(diff), &lerr);
 		fresh = rc >= 0 && strcmp(c.state, "created") == 0;
 		if (rc >= 0 && !fresh)
@@ -1795,6 +1793,12 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		}
 		if (rc == 1)
 			break;
+		/* Racers that keep taking the name from each other, or a
+		 * container that never starts: not forever. */
+		if (now - begun > RACE_GIVEUP_MS) {
+			hutch_error_free(lerr);
+			goto stuck;
+		}
 		if (rc == HUTCH_ENOTFOUND) {
 			hutch_error_free(lerr);
 			lerr = NULL;
