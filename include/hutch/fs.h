@@ -93,6 +93,9 @@ typedef struct hutch_fs_result hutch_fs_result;
  *   HUTCH_EAMBIGUOUS  edit: more than one match without `all`; the message
  *                     lists the lines
  *   HUTCH_ETOOBIG     text over HUTCH_FS_MAX_TEXT, file too large to edit
+ *   HUTCH_ECONFLICT   write, edit: another writer of the file held its
+ *                     lock too long, or (edit) changed it between the read
+ *                     and the replace; nothing was written
  *   HUTCH_ETIMEOUT, HUTCH_ECANCELLED, or an engine error.
  * `opts` may be NULL.
  */
@@ -104,7 +107,8 @@ int hutch_fs_read(hutch_fs_result **out, hutch_session *session,
 		  hutch_error **err);
 
 /* Replace the file with `data` atomically, creating parent directories; an
- * existing file keeps its mode. */
+ * existing file keeps its mode.  Waits for an edit of the file under way
+ * (up to 15 s, then HUTCH_ECONFLICT). */
 int hutch_fs_write(hutch_fs_result **out, hutch_session *session,
 		   const char *path, const char *data, size_t len,
 		   const hutch_fs_options *opts, hutch_error **err);
@@ -115,6 +119,11 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *session,
  * and line endings, then one that also ignores indentation (the new text is
  * re-indented to the file's).  Everything else in the file stays byte for
  * byte; in a CRLF file the new text gets CRLF line endings.
+ * Edits and writes of one file at once run one after the other, each on
+ * what the one before wrote (they wait up to 15 s for each other); an edit
+ * that finds the file changed by something else between its read and its
+ * replace edits it again, and after a few times gives HUTCH_ECONFLICT.
+ * Either way a 0 means the change is in the file.
  */
 int hutch_fs_edit(hutch_fs_result **out, hutch_session *session,
 		  const char *path, const char *old_text, size_t old_len,

@@ -131,12 +131,18 @@ hutch_engine *hutch_session_engine(const hutch_session *session);
 /*
  * Make sure the session's container exists and runs: create it (and its
  * volume) when missing, start it when stopped.  Safe against other processes
- * doing the same at the same moment: exactly one container results.
- * `*created` (may be NULL) is set to 1 when this call created the container.
+ * doing the same at the same moment, with the same settings or others:
+ * exactly one container results, and each call either returns 0 with a
+ * container that has every setting it asked for, or HUTCH_ECONFLICT naming
+ * the ones that differ.  A call removes only what it made itself; one whose
+ * own settings cannot work (an image the engine lacks, a user the image
+ * lacks) fails alone.  `*created` (may be NULL) is set to 1 when this call
+ * created the container.
  * HUTCH_ECONFLICT, with the differing settings named, when the session
  * exists with another configuration than the options given to
  * hutch_session_open asked for (unless they set `recreate`); HUTCH_EINVALID
- * when a bind-mounted workspace belongs to root and no user was chosen.
+ * when a bind-mounted workspace belongs to root and no user was chosen;
+ * HUTCH_ENOTFOUND when a new session's image is not on the engine.
  */
 int hutch_session_ensure(hutch_session *session, int *created,
 			 hutch_error **err);

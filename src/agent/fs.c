@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -54,6 +55,8 @@
 #define CHUNK			65536
 #define GREP_PIECE		65536	/* longer lines are matched in pieces */
 #define GREP_TEXT_MAX		500
+#define LOCK_WAIT_MS 15000 /* for another writer of the file */
+#define EDIT_TRIES 4	   /* reads when the file changes under us */
 
 #define EXIT_OK			0
 #define EXIT_TOOL		1
@@ -517,6 +520,111 @@ static int join(char *out, size_t cap, const char *a, const char *b)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* --- concurrent writers ----------------------------------------------- */
+
+/*
+ * Edits are read-modify-write: two at once would each write the file as
+ * it was before the other, and one change would be lost while both said
+ * they were made.  Every write and edit therefore holds an exclusive
+ * flock on the file it replaces, from before it reads until after its
+ * rename; the next one then reads what the previous one wrote.
+ *
+ * The lock is on the inode, and the rename puts a new inode at the name:
+ * whoever waited on the old one finds, once it has the lock, that the name
+ * holds another file (same_file()), and starts over on that one.  The
+ * lock is advisory, so an edit also compares, right before its rename,
+ * the file with what it read (unchanged()): a process that wrote it
+ * without the lock is detected, except in the instant between that check
+ * and the rename, which no system call closes.
+ *
+ * Any process of the session can take the same lock (the file tools run
+ * as the session's user): that only delays edits of that file, for
+ * LOCK_WAIT_MS, after which they fail with the "conflict" code.
+ */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Lock @fd exclusively before @deadline (now_ms()): 0, or -ETIMEDOUT.
+ * A filesystem without flock (ENOLCK, EOPNOTSUPP) leaves the check of
+ * unchanged() alone: 0 as well. */
+static int lock_until(int fd, long long deadline)
+{
+	struct timespec pause = { 0, 1000000 };
+
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return 0;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&pause, NULL);
+		if (pause.tv_nsec < 16000000)
+			pause.tv_nsec *= 2;
+	}
+}
+
+/* Whether @name in @dirfd is still the file open as @fd. */
+static bool same_file(int dirfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 &&
+	       fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The file an edit read: replace it only if it still is what was read. */
+struct expect {
+	int fd;		  /* open on it, locked */
+	struct stat st;	  /* after the lock, before the read */
+	const char *data; /* its content as read */
+	size_t len;
+};
+
+/* 0 when the name still holds the file read, unchanged since (identity,
+ * size, times, content); -ESTALE when not; -errno. */
+static int unchanged(int dirfd, const char *name, const struct expect *x)
+{
+	char buf[CHUNK];
+	struct stat now;
+	size_t off = 0;
+	ssize_t n;
+
+	if (fstat(x->fd, &now) < 0)
+		return -errno;
+	if (!same_file(dirfd, name, x->fd) || now.st_size != x->st.st_size ||
+	    now.st_mtim.tv_sec != x->st.st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != x->st.st_mtim.tv_nsec ||
+	    now.st_ctim.tv_sec != x->st.st_ctim.tv_sec ||
+	    now.st_ctim.tv_nsec != x->st.st_ctim.tv_nsec)
+		return -ESTALE;
+	/* Times have the kernel's tick as their grain: two writes in one
+	 * tick leave them as they were, the content does not. */
+	for (;;) {
+		n = pread(x->fd, buf, sizeof(buf), (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if ((size_t)n > x->len - off ||
+		    memcmp(buf, x->data + off, (size_t)n))
+			return -ESTALE;
+		off += (size_t)n;
+	}
+	return off == x->len ? 0 : -ESTALE;
+}
+
 /* --- atomic replace ---------------------------------------------------- */
 
 static void temp_name(char *out, size_t cap, const char *name)
@@ -549,11 +657,14 @@ static void temp_name(char *out, size_t cap, const char *name)
  * rename replaces whatever is at @name then, even a symlink swapped in,
  * without following it, and @dirfd is the directory we resolved, so the
  * write cannot land outside.  @old: the file being replaced (mode, less
- * set-id bits, and owner kept) or NULL.  Returns 0 or -errno; the temp file never stays.
+ * set-id bits, and owner kept) or NULL.  @x (may be NULL): what an edit
+ * read, checked last before the rename (-ESTALE when it changed).  Returns
+ * 0 or -errno; the temp file never stays.
  */
 static int replace_file(int dirfd, const char *name, int src_fd,
 			const char *data, size_t len, const struct stat *old,
-			mode_t *mode_out, unsigned long long *bytes)
+			const struct expect *x, mode_t *mode_out,
+			unsigned long long *bytes)
 {
 	char tmp[NAME_MAX + 1], buf[CHUNK];
 	/* The old file's mode without its set-id bits: the kernel drops them
@@ -619,6 +730,10 @@ static int replace_file(int dirfd, const char *name, int src_fd,
 	rc = close(fd) < 0 ? -errno : 0;
 	fd = -1;
 	if (rc)
+		goto out;
+	/* As late as can be: the longer the write, the likelier a writer
+	 * that does not take the lock came meanwhile. */
+	if (x && (rc = unchanged(dirfd, name, x)) != 0)
 		goto out;
 	if (renameat(dirfd, tmp, dirfd, name) < 0)
 		rc = -errno;
@@ -804,37 +919,95 @@ out:
 
 /* --- write ---------------------------------------------------------------- */
 
+static int fail_locked(struct fs *fs, const char *path)
+{
+	return fail(
+		fs, "conflict",
+		"'%s' is locked by another process: waited %d s for another edit or "
+		"write of it, or for a command of the session that holds a lock on "
+		"it; nothing was written",
+		path, LOCK_WAIT_MS / 1000);
+}
+
 static int tool_write(struct fs *fs)
 {
 	const char *path = fs->o.pos[0];
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	unsigned long long bytes;
+	long long deadline = now_ms() + LOCK_WAIT_MS;
 	bool exists;
 	mode_t mode = 0644;
+	struct stat st;
 	char mstr[8];
-	int rc;
+	int fd = -1, rc;
 
 	if (fs->from_fd < 0) {
 		rc = fail(fs, "io", "staged file '%s': %s", fs->o.from,
 			  strerror(ENOENT));
 		goto out;
 	}
-	rc = fsp_resolve(&fs->root, path, FSP_MKDIR, &res);
-	if (rc) {
-		rc = fail_path(fs, path, rc);
-		goto out;
-	}
-	exists = res.fd >= 0;
-	if (res.parent < 0 || (exists && S_ISDIR(res.st.st_mode))) {
-		rc = fail_path(fs, path, -EISDIR);
-		goto out;
-	}
-	if (exists && !S_ISREG(res.st.st_mode)) {
-		rc = fail_path(fs, path, FSP_NOTFILE);
-		goto out;
+	for (;;) {
+		rc = fsp_resolve(&fs->root, path, FSP_MKDIR, &res);
+		if (rc) {
+			rc = fail_path(fs, path, rc);
+			goto out;
+		}
+		exists = res.fd >= 0;
+		if (res.parent < 0 || (exists && S_ISDIR(res.st.st_mode))) {
+			rc = fail_path(fs, path, -EISDIR);
+			goto out;
+		}
+		if (exists && !S_ISREG(res.st.st_mode)) {
+			rc = fail_path(fs, path, FSP_NOTFILE);
+			goto out;
+		}
+		if (!exists)
+			break;
+		/*
+		 * Wait for an edit of the file to finish (see "concurrent
+		 * writers"), or it would rename what it read before us over
+		 * what we write.  Locking takes an open file: the one
+		 * resolved, opened by name from its held parent.
+		 */
+		fd = openat(res.parent, res.name,
+			    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+				    O_CLOEXEC);
+		if (fd < 0) {
+			/* One we may not read is replaced without it. */
+			if (errno == EACCES)
+				break;
+			/* Gone, or a symlink swapped in: resolve again. */
+			if (errno != ENOENT && errno != ELOOP) {
+				rc = fail_path(fs, path, -errno);
+				goto out;
+			}
+		} else {
+			if (lock_until(fd, deadline) < 0) {
+				rc = fail_locked(fs, path);
+				goto out;
+			}
+			/* The file resolved, and still at the name (an
+			 * edit we waited for renames its result over it):
+			 * its mode and owner are the ones kept. */
+			if (same_file(res.parent, res.name, fd) &&
+			    fstat(fd, &st) == 0 && st.st_dev == res.st.st_dev &&
+			    st.st_ino == res.st.st_ino) {
+				res.st = st;
+				break;
+			}
+		}
+		/* Replaced meanwhile (the edit we waited for): again. */
+		if (now_ms() >= deadline) {
+			rc = fail_locked(fs, path);
+			goto out;
+		}
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		fsp_res_close(&res);
 	}
 	rc = replace_file(res.parent, res.name, fs->from_fd, NULL, 0,
-			  exists ? &res.st : NULL, &mode, &bytes);
+			  exists ? &res.st : NULL, NULL, &mode, &bytes);
 	if (rc) {
 		rc = fail_path(fs, path, rc);
 		goto out;
@@ -848,6 +1021,8 @@ static int tool_write(struct fs *fs)
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
+	if (fd >= 0)
+		close(fd);
 	fsp_res_close(&res);
 	return rc;
 }
@@ -880,9 +1055,11 @@ static int tool_edit(struct fs *fs)
 	char *old = NULL, *new_text = NULL, *file = NULL;
 	size_t olen = 0, nlen = 0, flen = 0, i;
 	unsigned long long bytes;
+	long long deadline = now_ms() + LOCK_WAIT_MS;
+	struct expect x;
 	struct stat st;
 	mode_t mode;
-	int fd = -1, rc;
+	int fd = -1, rc, em_rc = EM_OK, changed = 0;
 
 	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, &old, &olen);
 	if (!rc)
@@ -898,35 +1075,82 @@ static int tool_edit(struct fs *fs)
 		rc = fail(fs, "invalid", "the old and new texts are the same");
 		goto out;
 	}
-	rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &res,
-		      &fd);
-	if (!rc && fstat(fd, &st) < 0)
-		rc = -errno;
-	if (!rc && S_ISDIR(st.st_mode))
-		rc = -EISDIR;
-	if (rc) {
-		rc = fail_path(fs, path, rc);
-		goto out;
+	for (;;) {
+		rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+			      &res, &fd);
+		if (!rc && fstat(fd, &st) < 0)
+			rc = -errno;
+		if (!rc && S_ISDIR(st.st_mode))
+			rc = -EISDIR;
+		if (rc) {
+			rc = fail_path(fs, path, rc);
+			goto out;
+		}
+		if (lock_until(fd, deadline) < 0) {
+			rc = fail_locked(fs, path);
+			goto out;
+		}
+		/* Locked, but the edit we waited for renamed its result over
+		 * the file we opened: start over on the one there now. */
+		if (!same_file(res.parent, res.name, fd) || fstat(fd, &st) < 0)
+			goto again;
+		if (st.st_size > EDIT_MAX) {
+			rc = fail(fs, "toobig",
+				  "'%s' is over %d MiB (%lld bytes)", path,
+				  EDIT_MAX >> 20, (long long)st.st_size);
+			goto out;
+		}
+		rc = slurp(fd, EDIT_MAX, &file, &flen);
+		if (rc) {
+			rc = rc == -EFBIG ?
+				     fail(fs, "toobig", "'%s' is over %d MiB",
+					  path, EDIT_MAX >> 20) :
+				     fail_path(fs, path, rc);
+			goto out;
+		}
+		if (memchr(file, '\0',
+			   flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
+			rc = fail(fs, "binary",
+				  "'%s' is a binary file (%zu bytes)", path,
+				  flen);
+			goto out;
+		}
+		em_rc = em_edit(file, flen, old, olen, new_text, nlen,
+				fs->o.all, &em);
+		if (em_rc != EM_OK)
+			break;
+		x = (struct expect){
+			.fd = fd, .st = st, .data = file, .len = flen
+		};
+		rc = replace_file(res.parent, res.name, -1, em.out, em.out_len,
+				  &st, &x, &mode, &bytes);
+		if (rc != -ESTALE)
+			break;
+		/* Written meanwhile by a process without the lock: edit
+		 * what it wrote, a few times at most. */
+		if (++changed >= EDIT_TRIES) {
+			rc = fail(
+				fs, "conflict",
+				"'%s' changed while it was being edited (a process of "
+				"the session wrote it %d times meanwhile); nothing was "
+				"written: read it again",
+				path, changed);
+			goto out;
+		}
+again:
+		if (now_ms() >= deadline) {
+			rc = fail_locked(fs, path);
+			goto out;
+		}
+		close(fd);
+		fd = -1;
+		fsp_res_close(&res);
+		em_result_free(&em);
+		em = (struct em_result){ 0 };
+		free(file);
+		file = NULL;
 	}
-	if (st.st_size > EDIT_MAX) {
-		rc = fail(fs, "toobig", "'%s' is over %d MiB (%lld bytes)",
-			  path, EDIT_MAX >> 20, (long long)st.st_size);
-		goto out;
-	}
-	rc = slurp(fd, EDIT_MAX, &file, &flen);
-	if (rc) {
-		rc = rc == -EFBIG ? fail(fs, "toobig", "'%s' is over %d MiB",
-					 path, EDIT_MAX >> 20)
-				  : fail_path(fs, path, rc);
-		goto out;
-	}
-	if (memchr(file, '\0', flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
-		rc = fail(fs, "binary", "'%s' is a binary file (%zu bytes)",
-			  path, flen);
-		goto out;
-	}
-	rc = em_edit(file, flen, old, olen, new_text, nlen, fs->o.all, &em);
-	switch (rc) {
+	switch (em_rc) {
 	case EM_OK:
 		break;
 	case EM_NOMATCH:
@@ -964,8 +1188,6 @@ static int tool_edit(struct fs *fs)
 		rc = fail_path(fs, path, -ENOMEM);
 		goto out;
 	}
-	rc = replace_file(res.parent, res.name, -1, em.out, em.out_len, &st,
-			  &mode, &bytes);
 	if (rc) {
 		rc = fail_path(fs, path, rc);
 		goto out;
@@ -981,6 +1203,7 @@ static int tool_edit(struct fs *fs)
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
+	/* The lock goes with the last descriptor of the file. */
 	if (fd >= 0)
 		close(fd);
 	fsp_res_close(&res);

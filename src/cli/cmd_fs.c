@@ -67,6 +67,7 @@ static const char *code_token(int code)
 	case HUTCH_ENOMATCH: return "no_match";
 	case HUTCH_EAMBIGUOUS: return "ambiguous";
 	case HUTCH_ETOOBIG: return "too_big";
+	case HUTCH_ECONFLICT: return "conflict";
 	case HUTCH_ETIMEOUT: return "timeout";
 	case HUTCH_ECANCELLED: return "cancelled";
 	case HUTCH_EUNREACHABLE: return "unreachable";
@@ -78,7 +79,8 @@ static int refused(int code)
 {
 	return code == HUTCH_EESCAPE || code == HUTCH_ENOTFOUND ||
 	       code == HUTCH_EINVALID || code == HUTCH_ENOMATCH ||
-	       code == HUTCH_EAMBIGUOUS || code == HUTCH_ETOOBIG;
+	       code == HUTCH_EAMBIGUOUS || code == HUTCH_ETOOBIG ||
+	       code == HUTCH_ECONFLICT;
 }
 
 static int fail(hutch_error *err, int json)

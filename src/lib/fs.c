@@ -254,6 +254,8 @@ static int code_of(const char *code)
 		{ "nomatch", HUTCH_ENOMATCH },   { "ambiguous", HUTCH_EAMBIGUOUS },
 		{ "invalid", HUTCH_EINVALID },   { "usage", HUTCH_EINVALID },
 		{ "toobig", HUTCH_ETOOBIG },     { "io", HUTCH_EFAILED },
+		/* Another writer of the file: nothing was written. */
+		{ "conflict", HUTCH_ECONFLICT },
 	};
 
 	for (size_t i = 0; code && i < HUTCH_ARRAY_SIZE(map); i++)

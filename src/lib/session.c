@@ -30,11 +30,20 @@
 #include "engine_internal.h"
 #include "error.h"
 #include "session_internal.h"
+#include "timestamp.h"
 
 /* How long a process that lost the creation race waits for the winner to
  * start the container before it finishes the job itself. */
 #define RACE_TAKEOVER_MS 10000
 #define RACE_GIVEUP_MS 60000
+
+/* ensure_volume(), create(): another call is making this new session's
+ * container; wait for it (see hutch_session_ensure). */
+#define WAIT_FOR_MAKER 1
+/* A record without a container whose newest volume is younger than this
+ * (whole seconds, as the engines stamp them) may be a racer's, which is
+ * making its container right now. */
+#define RECORD_SETTLE_S 4
 
 const char *hutch_default_image(void)
 {
@@ -212,6 +221,14 @@ static int open_lockdown(hutch_session *s, const hutch_session_options *o,
 	return 0;
 }
 
+/* The image of a session whose caller named none. */
+static const char *unasked_image(void)
+{
+	const char *env = getenv("HUTCH_IMAGE");
+
+	return env && *env ? env : HUTCH_DEFAULT_IMAGE;
+}
+
 int hutch_session_open(hutch_session **out, hutch_engine *engine,
 		       const char *name, const hutch_session_options *opts,
 		       hutch_error **err)
@@ -250,11 +267,9 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	if (opts && opts->image && *opts->image) {
 		image = opts->image;
 		s->set |= HUTCH__SET_IMAGE;
+	} else {
+		image = unasked_image();
 	}
-	else if (getenv("HUTCH_IMAGE") && *getenv("HUTCH_IMAGE"))
-		image = getenv("HUTCH_IMAGE");
-	else
-		image = HUTCH_DEFAULT_IMAGE;
 	s->image = strdup(image);
 	if (!s->name || !s->container || !s->volume || !s->sysvol || !s->image ||
 	    !s->network)
@@ -454,6 +469,10 @@ static json_object *labels_new(const hutch_session *s, long long created)
 			       json_object_new_string(s->network ? s->network : "none"));
 	json_object_object_add(labels, HUTCH_LABEL_READONLY, json_object_new_string(t.ro));
 	json_object_object_add(labels, HUTCH_LABEL_CONFIG, json_object_new_string(hash));
+	/* Not part of the configuration: who made this volume or container. */
+	if (s->token[0])
+		json_object_object_add(labels, HUTCH_LABEL_CREATION,
+				       json_object_new_string(s->token));
 	json_object_put(env);
 	return labels;
 }
@@ -479,6 +498,15 @@ static int64_t label_int(json_object *labels, const char *key)
 		return -1;
 	n = strtoll(v, &e, 10);
 	return *e || n < 0 ? -1 : (int64_t)n;
+}
+
+/* Whether this ensure made the volume or container of these labels: its
+ * token is random and new, so nobody else's record carries it. */
+static int made_by_me(const hutch_session *s, json_object *labels)
+{
+	const char *t = label_get(labels, HUTCH_LABEL_CREATION);
+
+	return s->token[0] && t && strcmp(t, s->token) == 0;
 }
 
 /* "NET_RAW,SYS_PTRACE" -> the session's list; -1 when out of memory. */
@@ -590,6 +618,64 @@ static int adopt_record(hutch_session *s, json_object *labels)
 	if (!(s->set & HUTCH__SET_READONLY) && (num = label_int(labels, HUTCH_LABEL_READONLY)) >= 0)
 		s->read_only = num == 1;
 	return s->image ? 0 : -1;
+}
+
+/*
+ * Back to the settings the caller asked for, and the defaults for the
+ * rest: before each attempt at making the session's container, so what was
+ * adopted from a record that has gone since (a racer's, whose creation
+ * failed) is not carried into a record of our own.  -1 when out of memory.
+ */
+static int reset_unasked(hutch_session *s)
+{
+	if (!(s->set & HUTCH__SET_IMAGE)) {
+		char *image = strdup(unasked_image());
+
+		if (!image)
+			return -1;
+		free(s->image);
+		s->image = image;
+	}
+	if (!(s->set & HUTCH__SET_NETWORK)) {
+		char *net = strdup("none");
+
+		if (!net)
+			return -1;
+		free(s->network);
+		s->network = net;
+	}
+	if (!(s->set & HUTCH__SET_WORKSPACE)) {
+		free(s->workspace);
+		s->workspace = NULL;
+	}
+	if (!(s->set & HUTCH__SET_ENV)) {
+		for (size_t i = 0; i < s->env_count; i++)
+			free(s->env[i]);
+		free(s->env);
+		s->env = NULL;
+		s->env_count = 0;
+	}
+	/* A user found in the image (wants_sandbox_user) stays. */
+	if (!(s->set & HUTCH__SET_USER) && !s->user_chosen) {
+		free(s->user);
+		s->user = NULL;
+	}
+	if (!(s->set & HUTCH__SET_CAPS)) {
+		for (size_t i = 0; i < s->cap_count; i++)
+			free(s->caps[i]);
+		free(s->caps);
+		s->caps = NULL;
+		s->cap_count = 0;
+	}
+	if (!(s->set & HUTCH__SET_MEMORY))
+		s->memory = HUTCH_SESSION_DEFAULT_MEMORY;
+	if (!(s->set & HUTCH__SET_CPUS))
+		s->nano_cpus = HUTCH_SESSION_DEFAULT_NANO_CPUS;
+	if (!(s->set & HUTCH__SET_PIDS))
+		s->pids = HUTCH_SESSION_DEFAULT_PIDS;
+	if (!(s->set & HUTCH__SET_READONLY))
+		s->read_only = 0;
+	return 0;
 }
 
 /* "2g", "64m", "1536k" or bytes: how a limit was most likely written. */
@@ -729,21 +815,41 @@ static json_object *sysvol_labels(hutch_session *s, json_object **vol)
 	return of && strcmp(of, s->name) == 0 ? labels : NULL;
 }
 
+/* When the engine made volume `vol`, unix seconds; 0 when it does not say. */
+static long long volume_made(json_object *vol)
+{
+	json_object *v;
+	long long made;
+
+	if (!json_object_object_get_ex(vol, "CreatedAt", &v) ||
+	    !json_object_is_type(v, json_type_string) ||
+	    hutch__time_parse(json_object_get_string(v), &made) < 0)
+		return 0;
+	return made;
+}
+
 /*
  * The session exists (its volume does) but its container does not: take
  * the latest record, the system volume's (the last container's settings,
  * written again by --recreate), else the workspace volume's (the first
- * ones).  Settings the caller asked for must agree with it.
+ * ones).  Settings the caller asked for must agree with it, unless this
+ * call made the record (`mine`) or replaces the container anyway.
+ * *latest: when the newer of the two volumes was made.
  */
-static int adopt_volume_record(hutch_session *s, json_object *vlabels, hutch_error **err)
+static int adopt_volume_record(hutch_session *s, json_object *vol,
+			       json_object *vlabels, int mine,
+			       long long *latest, hutch_error **err)
 {
 	json_object *sys = NULL, *labels = sysvol_labels(s, &sys);
 	char diff[1024];
 	int rc;
 
+	*latest = volume_made(vol);
+	if (labels && volume_made(sys) > *latest)
+		*latest = volume_made(sys);
 	if (!labels)
 		labels = vlabels;
-	if (!s->new_record && !s->recreate) {
+	if (!mine && !s->recreate) {
 		mismatch(s, labels, diff, sizeof(diff));
 		if (diff[0]) {
 			json_object_put(sys);
@@ -758,14 +864,15 @@ static int adopt_volume_record(hutch_session *s, json_object *vlabels, hutch_err
 
 /* Make the system volume hold this configuration as its record: the one
  * a container removed from outside comes back with.  A record for another
- * configuration (before --recreate) is replaced; the volume only holds
- * the agent, which is put there again anyway. */
+ * configuration (before --recreate, or from an older hutch) is replaced;
+ * the volume only holds the agent, which is put there again anyway, and
+ * the engines refuse to remove it while a container uses it. */
 static int ensure_sysvol(hutch_session *s, hutch_error **err)
 {
 	json_object *vol = NULL, *labels, *body;
-	char hash[17], path[256];
+	char hash[17], path[256], diff[1024];
 	const char *had;
-	int rc, existed;
+	int rc;
 
 	config_hash(s, hash);
 	labels = sysvol_labels(s, &vol);
@@ -781,7 +888,6 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 			"volume '%s' exists but was not made by hutch; remove it or "
 			"pick another session name", s->sysvol);
 	}
-	existed = vol != NULL;
 	if (vol) {
 		snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
 		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
@@ -802,8 +908,41 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body, NULL, NULL,
 				"create the session's system volume", err);
 	json_object_put(body);
-	if (rc == 0 && !existed)
+	if (rc < 0 && rc != HUTCH_ECONFLICT)
+		return rc;
+	if (rc == HUTCH_ECONFLICT && err) {
+		hutch_error_free(*err);
+		*err = NULL;
+	}
+	/* Success does not say we made it: Docker answers a create of a
+	 * volume that exists with success.  Its labels say who did. */
+	labels = sysvol_labels(s, &vol);
+	had = label_get(labels, HUTCH_LABEL_CONFIG);
+	rc = 0;
+	if (labels && made_by_me(s, labels)) {
 		s->made_volumes |= MADE_SYSTEM_VOLUME;
+	} else if (!had || strcmp(had, hash) != 0) {
+		/* A racer recorded another configuration meanwhile (an
+		 * unlabelled one: an engine made it for a container). */
+		s->refused = 1;
+		diff[0] = '\0';
+		if (labels)
+			mismatch(s, labels, diff, sizeof(diff));
+		if (!labels)
+			rc = hutch__error_set(
+				err, HUTCH_ECONFLICT,
+				"volume '%s' exists but was not made by hutch; remove it "
+				"or pick another session name",
+				s->sysvol);
+		else if (diff[0])
+			rc = mismatch_error(diff, err);
+		else
+			rc = hutch__error_set(
+				err, HUTCH_ECONFLICT,
+				"another hutch recorded other settings for it at the same "
+				"time; try again");
+	}
+	json_object_put(vol);
 	return rc;
 }
 
@@ -858,12 +997,27 @@ static void volume_owner_read(hutch_session *s, json_object *vol)
 		s->vol_uid = s->vol_gid = -1;
 }
 
-/* Find or make the session's volume, and adopt its record. */
+static int image_missing(hutch_session *s, hutch_error **err)
+{
+	return hutch__error_set(
+		err, HUTCH_ENOTFOUND,
+		"image '%s' is not on the engine (build the default one with "
+		"images/offline/build.sh, or choose another with --image or "
+		"HUTCH_IMAGE)",
+		s->image);
+}
+
+/*
+ * Find or make the session's volume, and adopt its record.  0, or
+ * WAIT_FOR_MAKER when another call made the record a moment ago and has
+ * not made its container yet, or an error.
+ */
 static int ensure_volume(hutch_session *s, hutch_error **err)
 {
 	json_object *vol = NULL, *body, *labels;
 	char path[256], owner[64];
-	int rc, attempt;
+	long long latest;
+	int rc, attempt, mine;
 
 	snprintf(path, sizeof(path), "/volumes/%s", s->volume);
 	for (attempt = 0; attempt < 2; attempt++) {
@@ -881,8 +1035,35 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 					"volume '%s' exists but was not made by hutch; "
 					"remove it or pick another session name", s->volume);
 			}
+			/* Ours only when it carries this call's token: the
+			 * create below succeeds on Docker for a volume a racer
+			 * made, and fails on Podman, for the same race. */
+			mine = made_by_me(s, labels);
+			if (mine) {
+				s->new_record = 1;
+				s->made_volumes |= MADE_WORKSPACE_VOLUME;
+			}
 			volume_owner_read(s, vol);
-			rc = adopt_volume_record(s, labels, err);
+			rc = adopt_volume_record(s, vol, labels, mine, &latest,
+						 err);
+			/*
+			 * A racer's record with no container yet: the racer
+			 * makes it.  Making one from that record ourselves
+			 * would carry settings of its that may fail (a user
+			 * its image lacks), and its cleanup would remove the
+			 * volumes under us.  A record in use before (settled)
+			 * or left by a call that died (takeover) is ours to
+			 * bring back.  Its maker is at most a few requests
+			 * from its next step: a record whose last volume is
+			 * older than RECORD_SETTLE_S was left, not being made
+			 * (a container removed from outside).  A clock ahead
+			 * of ours makes it look young: the wait is bounded by
+			 * our own clock too (hutch_session_ensure).
+			 */
+			if (rc == 0 && !mine && !s->settled && !s->takeover &&
+			    latest &&
+			    (long long)time(NULL) - latest < RECORD_SETTLE_S)
+				rc = WAIT_FOR_MAKER;
 			json_object_put(vol);
 			return rc;
 		}
@@ -894,6 +1075,14 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			return rc;
 		}
 		hutch_error_free(lerr);
+
+		/* Nothing is made for an image the engine does not have:
+		 * a record naming it would fail whoever adopts it. */
+		rc = hutch_engine_image_exists(s->engine, s->image, err);
+		if (rc == 0)
+			return image_missing(s, err);
+		if (rc < 0)
+			return rc;
 
 		body = json_object_new_object();
 		labels = labels_new(s, (long long)time(NULL));
@@ -923,11 +1112,8 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 		rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body,
 					NULL, NULL, "create session volume", &lerr);
 		json_object_put(body);
-		/* Losing a creation race is fine: read the winner's record. */
+		/* Made, or a racer's: the GET above tells which. */
 		if (rc == 0 || rc == HUTCH_ECONFLICT) {
-			s->new_record = 1;
-			if (rc == 0)
-				s->made_volumes |= MADE_WORKSPACE_VOLUME;
 			hutch_error_free(lerr);
 			continue;
 		}
@@ -1366,15 +1552,27 @@ static int start(hutch_session *s, hutch_error **err)
 				  "start the session's container", err);
 }
 
-/* The container's state (see hutch__session_state); with `diff`, also
- * the settings asked for that its record does not have (mismatch()). */
-static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
-		    size_t diffsz, hutch_error **err)
+/* What an inspection of the session's container found. */
+struct seen {
+	char state[32]; /* "running", "created", "exited"... */
+	char id[80];
+	int mine; /* this ensure made it (HUTCH_LABEL_CREATION) */
+};
+
+/* The container's state (see hutch__session_state), in `c` (may be NULL);
+ * with `diff`, also the settings asked for that its record does not have
+ * (mismatch()). */
+static int state_of(hutch_session *s, struct seen *c, char *diff, size_t diffsz,
+		    hutch_error **err)
 {
 	json_object *obj = NULL, *st, *v, *labels = NULL, *cfg;
+	struct seen ignored;
 	char path[256];
 	int rc;
 
+	if (!c)
+		c = &ignored;
+	memset(c, 0, sizeof(*c));
 	snprintf(path, sizeof(path), "/containers/%s/json", s->container);
 	rc = hutch__engine_call(s->engine, "GET", path, NULL, &obj, NULL,
 				"inspect the session's container", err);
@@ -1388,6 +1586,10 @@ static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
 			"container '%s' exists but was not made by hutch; remove it "
 			"or pick another session name", s->container);
 	}
+	c->mine = made_by_me(s, labels);
+	if (json_object_object_get_ex(obj, "Id", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(c->id, sizeof(c->id), "%s", json_object_get_string(v));
 	if (diff)
 		mismatch(s, labels, diff, diffsz);
 	if (!s->workspace && labels) {
@@ -1398,13 +1600,15 @@ static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
 			s->workspace = strdup(ws);
 	}
 	rc = 0;
-	snprintf(state, statesz, "unknown");
+	snprintf(c->state, sizeof(c->state), "unknown");
 	if (json_object_object_get_ex(obj, "State", &st)) {
 		if (json_object_object_get_ex(st, "Status", &v) &&
 		    json_object_is_type(v, json_type_string))
-			snprintf(state, statesz, "%s", json_object_get_string(v));
+			snprintf(c->state, sizeof(c->state), "%s",
+				 json_object_get_string(v));
 		if (json_object_object_get_ex(st, "Running", &v) &&
-		    json_object_get_boolean(v) && strcmp(state, "paused") != 0)
+		    json_object_get_boolean(v) &&
+		    strcmp(c->state, "paused") != 0)
 			rc = 1;
 	}
 	json_object_put(obj);
@@ -1414,18 +1618,41 @@ static int state_of(hutch_session *s, char *state, size_t statesz, char *diff,
 int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 			 hutch_error **err)
 {
-	return state_of(s, state, statesz, NULL, 0, err);
+	struct seen c;
+	int rc = state_of(s, &c, NULL, 0, err);
+
+	if (rc >= 0)
+		snprintf(state, statesz, "%s", c.state);
+	return rc;
 }
 
-static int remove_container(hutch_session *s, hutch_error **err)
+/* Remove the container `id` names (NULL: whatever has the session's
+ * name).  By id, a container seen a moment ago is the one removed, never
+ * one a racer made since under the same name. */
+static int remove_container_id(hutch_session *s, const char *id,
+			       hutch_error **err)
 {
 	char path[256];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s?force=1", s->container);
+	hutch_error *lerr = NULL;
+
+	snprintf(path, sizeof(path), "/containers/%s?force=1",
+		 id && *id ? id : s->container);
 	rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-				"remove the session's container", err);
-	return rc == HUTCH_ENOTFOUND ? 0 : rc;
+				"remove the session's container", &lerr);
+	if (rc == HUTCH_ENOTFOUND)
+		rc = 0;
+	if (rc < 0 && err)
+		*err = lerr;
+	else
+		hutch_error_free(lerr);
+	return rc;
+}
+
+static int remove_container(hutch_session *s, hutch_error **err)
+{
+	return remove_container_id(s, NULL, err);
 }
 
 /*
@@ -1465,7 +1692,7 @@ static int default_user(hutch_session *s, hutch_error **err)
 
 static int create_container(hutch_session *s, hutch_error **err)
 {
-	json_object *body;
+	json_object *body, *out = NULL, *id;
 	char path[256];
 	int rc;
 
@@ -1482,13 +1709,19 @@ static int create_container(hutch_session *s, hutch_error **err)
 	if (!body)
 		return hutch__error_oom(err);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", s->container);
-	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
+	rc = hutch__engine_call(s->engine, "POST", path, body, &out, NULL,
 				"create the session's container", err);
 	json_object_put(body);
 	if (rc == HUTCH_ENOTFOUND)
 		hutch__error_wrap(err, rc, "image '%s' is not on the engine (build the "
 				  "default one with images/offline/build.sh, or choose "
 				  "another with --image or HUTCH_IMAGE)", s->image);
+	/* The name is taken atomically: created means ours. */
+	if (rc == 0 && json_object_object_get_ex(out, "Id", &id) &&
+	    json_object_is_type(id, json_type_string))
+		snprintf(s->made_id, sizeof(s->made_id), "%s",
+			 json_object_get_string(id));
+	json_object_put(out);
 	return rc;
 }
 
@@ -1503,30 +1736,45 @@ static void forget_new_volumes(hutch_session *s)
 {
 	const char *name[2] = { s->volume, s->sysvol };
 	int bit[2] = { MADE_WORKSPACE_VOLUME, MADE_SYSTEM_VOLUME };
+	json_object *vol, *labels;
 	char path[256];
+	int ours;
 
 	for (int i = 0; i < 2; i++) {
 		if (!(s->made_volumes & bit[i]))
 			continue;
+		/* Still the one we made (a --recreate racer replaces a
+		 * system volume)?  The engines refuse to remove one that a
+		 * container uses: a racer that took it over keeps it. */
 		snprintf(path, sizeof(path), "/volumes/%s", name[i]);
-		hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-				   "remove the session volume", NULL);
+		vol = labels = NULL;
+		ours = volume_get(s, name[i], &vol, NULL) == 0 &&
+		       json_object_object_get_ex(vol, "Labels", &labels) &&
+		       made_by_me(s, labels);
+		json_object_put(vol);
+		if (ours)
+			hutch__engine_call(s->engine, "DELETE", path, NULL,
+					   NULL, NULL,
+					   "remove the session volume", NULL);
 	}
 	s->made_volumes = 0;
 }
 
+/* Make the volumes (or adopt them) and the container: 0 when this call
+ * made the container, WAIT_FOR_MAKER, HUTCH_ECONFLICT when a racer's
+ * container took the name first (unless s->refused), or an error. */
 static int create(hutch_session *s, hutch_error **err)
 {
-	int rc = ensure_volume(s, err);
+	int rc;
 
-	if (rc < 0)
+	if (reset_unasked(s) < 0)
+		return hutch__error_oom(err);
+	rc = ensure_volume(s, err);
+	if (rc != 0)
 		return rc;
 	rc = default_user(s, err);
 	if (rc == 0)
 		rc = create_container(s, err);
-	/* Another process's container of that name: its volumes now. */
-	if (rc < 0 && (rc != HUTCH_ECONFLICT || s->refused))
-		forget_new_volumes(s);
 	return rc;
 }
 
@@ -1580,11 +1828,27 @@ static void sleep_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Bring the session's container up, making what is missing.  Any number of
+ * processes may do this at once for one session, each with its own
+ * settings; what keeps each from running with another's:
+ *  - a call knows what it made by its token (HUTCH_LABEL_CREATION), never
+ *    by the engine's answer (Docker's volume create succeeds for a volume
+ *    that exists, a name taken a moment ago is a racer's);
+ *  - a container the call did not make is compared with the settings
+ *    asked for whenever it is seen, also one that beat this call's create;
+ *  - a new session's record is brought up by the call that made it, the
+ *    others wait for its container (up to RACE_TAKEOVER_MS), so a racer's
+ *    settings that cannot work (a user its image lacks) fail that racer
+ *    alone, and its cleanup never pulls volumes from under another;
+ *  - a call that fails removes its own container and volumes only.
+ */
 int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 {
-	unsigned long long since = 0, now;
-	char state[32], diff[1024];
-	int rc, made = 0, waited = 0, checked = 0;
+	unsigned long long begun = hutch__now_ms(), since = 0, waiting = 0, now;
+	struct seen c;
+	char diff[1024];
+	int rc, made = 0, waited = 0, recreate = s->recreate;
 
 	if (created)
 		*created = 0;
@@ -1592,37 +1856,65 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	s->recreated = 0;
 	s->refused = 0;
 	s->made_volumes = 0;
+	s->made_id[0] = '\0';
+	s->settled = 0;
+	s->takeover = 0;
+	if (hutch__random_hex(s->token, sizeof(s->token)) < 0)
+		return hutch__error_set(
+			err, HUTCH_EFAILED,
+			"session '%s': no randomness for its creation token: %s",
+			s->name, strerror(errno));
 	for (;;) {
 		hutch_error *lerr = NULL;
+		int fresh;
 
-		rc = state_of(s, state, sizeof(state), checked ? NULL : diff, sizeof(diff),
-			      &lerr);
-		if (rc >= 0 && !checked) {
-			/* An existing container is compared once with what the
-			 * caller asked for; --recreate replaces it. */
-			checked = 1;
-			if (s->recreate && !made) {
-				rc = remove_container(s, &lerr);
+		now = hutch__now_ms();
+		rc = state_of(s, &c, diff, sizeof(diff), &lerr);
+		fresh = rc >= 0 && strcmp(c.state, "created") == 0;
+		if (rc >= 0 && !fresh)
+			s->settled = 1;
+		if (rc >= 0 && !c.mine) {
+			/* --recreate replaces the first container it finds
+			 * that is not its own, once that one is past its
+			 * creation (a racer's may be about to start). */
+			if (recreate && !fresh) {
+				recreate = 0;
+				rc = remove_container_id(s, c.id, &lerr);
 				if (rc < 0)
 					goto fail;
 				s->recreated = 1;
 				continue;
 			}
-			if (diff[0]) {
+			if (!recreate && diff[0]) {
 				rc = mismatch_error(diff, &lerr);
 				goto fail;
 			}
 		}
 		if (rc == 1)
 			break;
+		/* Racers that keep taking the name from each other, or a
+		 * container that never starts: not forever. */
+		if (now - begun > RACE_GIVEUP_MS) {
+			hutch_error_free(lerr);
+			goto stuck;
+		}
 		if (rc == HUTCH_ENOTFOUND) {
 			hutch_error_free(lerr);
 			lerr = NULL;
-			checked = 1;
 			rc = create(s, &lerr);
-			if (rc == HUTCH_ECONFLICT && !made && !s->refused) {
-				/* Another process created it a moment ago:
-				 * wait for it to be started below. */
+			if (rc == WAIT_FOR_MAKER) {
+				/* Bounded by our clock: a maker that died leaves
+				 * its record to us. */
+				if (!waiting)
+					waiting = now;
+				else if (now - waiting >= RACE_TAKEOVER_MS)
+					s->takeover = 1;
+				sleep_ms(waited++ < 20 ? 25 : 100);
+				continue;
+			}
+			if (rc == HUTCH_ECONFLICT && !s->refused) {
+				/* A racer's container took the name: compared
+				 * with what we asked for above. */
 				hutch_error_free(lerr);
 				continue;
 			}
@@ -1634,8 +1926,11 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 				rc = start(s, &lerr);
 			if (rc == 0)
 				rc = own_workspace(s, &lerr);
-			if (rc == 0 && (rc = wants_sandbox_user(s, &lerr)) == 1)
-				rc = remove_container(s, &lerr);
+			if (rc == 0 &&
+			    (rc = wants_sandbox_user(s, &lerr)) == 1 &&
+			    (rc = remove_container_id(s, s->made_id, &lerr)) ==
+				    0)
+				s->made_id[0] = '\0';
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -1644,28 +1939,29 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			goto fail;
 
 		/* It exists and is not running. */
-		now = hutch__now_ms();
 		if (!since)
 			since = now;
-		if (strcmp(state, "created") == 0 && !made &&
-		    now - since < RACE_TAKEOVER_MS) {
+		if (fresh && !c.mine && now - since < RACE_TAKEOVER_MS) {
 			/* Someone else is between create and start. */
 			sleep_ms(waited++ < 20 ? 25 : 100);
 			continue;
 		}
-		if (strcmp(state, "paused") == 0) {
+		if (strcmp(c.state, "paused") == 0) {
 			char path[256];
 
 			snprintf(path, sizeof(path), "/containers/%s/unpause", s->container);
 			rc = hutch__engine_call(s->engine, "POST", path, NULL, NULL, NULL,
 						"unpause the session's container", &lerr);
-		} else if (strcmp(state, "dead") == 0 || strcmp(state, "removing") == 0) {
-			rc = remove_container(s, &lerr);
+		} else if (strcmp(c.state, "dead") == 0 ||
+			   strcmp(c.state, "removing") == 0) {
+			/* Broken beyond starting: by its id, so that a racer's
+			 * new one of the name is not the one removed. */
+			rc = remove_container_id(s, c.id, &lerr);
 		} else {
 			/* Not own_workspace(): this handle may not know
 			 * the session's workspace, and the owner of a bind
 			 * mount's directory must never be changed. */
-			if (strcmp(state, "created") == 0)
+			if (fresh)
 				rc = install_agent(s, 0, "copy the agent into the container",
 						   &lerr);
 			if (rc >= 0)
@@ -1674,19 +1970,18 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		if (rc < 0 && rc != HUTCH_ECONFLICT && rc != HUTCH_ENOTFOUND)
 			goto fail;
 		hutch_error_free(lerr);
-		if (now - since > RACE_GIVEUP_MS)
-			goto stuck;
 		if (rc < 0)
 			sleep_ms(50);
 		continue;
 fail:
-		/* A container this call made but could not bring up (a user
-		 * the image lacks, say) is not left for the next command to
-		 * trip over. */
-		if (made && rc != HUTCH_ECONFLICT) {
-			remove_container(s, NULL);
-			forget_new_volumes(s);
+		/* What this call made and could not bring up (a user the
+		 * image lacks, say) is not left for the next command to trip
+		 * over; what others made is theirs. */
+		if (s->made_id[0]) {
+			remove_container_id(s, s->made_id, NULL);
+			s->made_id[0] = '\0';
 		}
+		forget_new_volumes(s);
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);
 		if (err)
 			*err = lerr;

@@ -25,6 +25,11 @@
 /* On the system volume ("hutch_NAME"): the session it belongs to.  Not
  * HUTCH_LABEL_SESSION, so listings do not take it for a session. */
 #define HUTCH_LABEL_SYSTEM "dev.hutch.system-of"
+/* A random token of the hutch_session_ensure() call that made the volume
+ * or container: the engines answer a create of a volume that exists with
+ * success (Docker) and a name is only a name, so this is how a call tells
+ * what it made itself from what a racer made. */
+#define HUTCH_LABEL_CREATION "dev.hutch.creation"
 
 /* Which settings the caller of hutch_session_open asked for, as opposed
  * to defaults: only those are compared with a session's record. */
@@ -79,6 +84,12 @@ struct hutch_session {
 	int podman;             /* the engine is Podman: 1, 0, -1 not asked */
 	int made_volumes;       /* made by this ensure: MADE_WORKSPACE_VOLUME,
 				   MADE_SYSTEM_VOLUME (session.c) */
+	char token[25];         /* this ensure's HUTCH_LABEL_CREATION */
+	char made_id[80];       /* Id of the container this ensure made, "" */
+	int settled;            /* this ensure saw a container of the session
+				   past "created": its record is in use */
+	int takeover;           /* waited long enough for the call that made
+				   the record to make its container */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
 

@@ -373,6 +373,16 @@ static json_object *tool_error(hutch_error *err, const char *path)
 			   "occurrence.",
 			   msg);
 		break;
+	case HUTCH_ECONFLICT:
+		/* From a file tool: another writer of the file. */
+		if (path)
+			r = errorf("%s\nSomething else wrote %s at the same time and "
+				   "nothing was written; read_file it again and retry on "
+				   "what it holds now.",
+				   msg, file);
+		else
+			r = errorf("%s", msg);
+		break;
 	case HUTCH_ETOOBIG:
 		r = errorf("%s\nWork on a smaller piece: read_file with offset and "
 			   "limit, or exec with tools such as head, sed or split.",

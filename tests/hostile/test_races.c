@@ -1,4 +1,892 @@
 /*
- * test_races.c - hostile tests (see doc/threat-model.md)
+ * test_races.c - hostile tests (see doc/threat-model.md): callers racing
+ * each other
+ *
+ * Creation: several `hutch up` with different settings (and a lazy `hutch
+ * exec`) started at the same moment on one new session.  Whatever the
+ * interleaving, each one that exits 0 must have a container that really
+ * has the settings it asked for (read back from the engine, not from
+ * hutch), the others must fail with the one-line mismatch error, and the
+ * session must end with its one container on its two labelled volumes: a
+ * loser never removes what a winner made.  A racer whose image is not on
+ * the engine, or whose user the image lacks, fails alone.
+ *
+ * Edits: ten `hutch edit`s of one file at once each either land or say
+ * they did not; the file ends with exactly the edits that said they
+ * landed.  A `write` among them is never lost, and a process in the
+ * sandbox that holds the file's lock delays edits for a bounded time,
+ * after which they fail with a clear error and change nothing.
+ *
+ * The rounds are many because each one is a race: on the code before the
+ * fix, the settings race went wrong in about one round of three, edits
+ * were lost in nearly every round.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
 #include "harness.h"
+
+#define MAX_RACERS 6
+#define MISMATCH "exists with another configuration"
+
+static json_object *jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+/* ---- creation races ------------------------------------------------- */
+
+/* One racer: its arguments after the session name, and the settings it
+ * asks for (NULL, -1: not asked). */
+struct racer {
+	const char *cmd; /* "up" or "exec" */
+	const char *args[12];
+	const char *network;
+	long long memory, pids;
+	int read_only;
+	const char *image;
+	const char *user;
+	int bad; /* asks for something that cannot work */
+};
+
+#define ASKS_NOTHING .memory = -1, .pids = -1, .read_only = -1
+
+/* The container of session `s` as the engine has it. */
+static json_object *inspect(const char *s)
+{
+	char path[256], *body = NULL;
+	size_t len = 0;
+	long st;
+	json_object *o;
+
+	snprintf(path, sizeof(path), "/containers/hutch-%s/json", s);
+	st = it_api("GET", path, &body, &len);
+	cr_assert_eq(st, 200, "inspect hutch-%s: HTTP %ld %.300s", s, st,
+		     body ? body : "");
+	o = it_json(body, len);
+	free(body);
+	return o;
+}
+
+static const char *label(json_object *ctr, const char *key)
+{
+	json_object *v = jget(jget(jget(ctr, "Config"), "Labels"), key);
+
+	return v ? json_object_get_string(v) : NULL;
+}
+
+static long long host_int(json_object *ctr, const char *key)
+{
+	json_object *v = jget(jget(ctr, "HostConfig"), key);
+
+	cr_assert(v && json_object_is_type(v, json_type_int),
+		  "HostConfig.%s missing", key);
+	return json_object_get_int64(v);
+}
+
+/* Every setting `r` asked for is what the container really has (the
+ * engine's HostConfig and Config) and what its record says. */
+static void expect_settings(const char *s, int round, int i,
+			    const struct racer *r, json_object *ctr)
+{
+	json_object *hc = jget(ctr, "HostConfig"), *v;
+	char want[64];
+
+	if (r->network) {
+		v = jget(hc, "NetworkMode");
+		cr_assert_str_eq(
+			v ? json_object_get_string(v) : "", r->network,
+			"round %d: racer %d (%s) exited 0 with network '%s', asked '%s'",
+			round, i, r->args[0],
+			v ? json_object_get_string(v) : "", r->network);
+		cr_assert_str_eq(label(ctr, "dev.hutch.network"), r->network,
+				 "round %d: racer %d: recorded network", round,
+				 i);
+	}
+	if (r->memory >= 0) {
+		cr_assert_eq(
+			host_int(ctr, "Memory"), r->memory,
+			"round %d: racer %d exited 0 with memory %lld, asked %lld",
+			round, i, host_int(ctr, "Memory"), r->memory);
+		snprintf(want, sizeof(want), "%lld", r->memory);
+		cr_assert_str_eq(label(ctr, "dev.hutch.memory"), want,
+				 "round %d: racer %d: recorded memory", round,
+				 i);
+	}
+	if (r->pids >= 0) {
+		cr_assert_eq(
+			host_int(ctr, "PidsLimit"), r->pids,
+			"round %d: racer %d exited 0 with pids %lld, asked %lld",
+			round, i, host_int(ctr, "PidsLimit"), r->pids);
+		snprintf(want, sizeof(want), "%lld", r->pids);
+		cr_assert_str_eq(label(ctr, "dev.hutch.pids"), want,
+				 "round %d: racer %d: recorded pids", round, i);
+	}
+	if (r->read_only >= 0) {
+		v = jget(hc, "ReadonlyRootfs");
+		cr_assert_eq(
+			v && json_object_get_boolean(v), r->read_only,
+			"round %d: racer %d exited 0 with read-only %d, asked %d",
+			round, i, v && json_object_get_boolean(v),
+			r->read_only);
+	}
+	if (r->image) {
+		v = jget(jget(ctr, "Config"), "Image");
+		cr_assert(v && strstr(json_object_get_string(v), r->image),
+			  "round %d: racer %d exited 0 with image %s, asked %s",
+			  round, i, v ? json_object_get_string(v) : "-",
+			  r->image);
+	}
+	(void)s;
+}
+
+/* The session's container runs on its two volumes, both labelled as the
+ * session's: nothing a racer made was removed under the winner (an engine
+ * makes an unlabelled volume of the name when a container needs it). */
+static void expect_one_session(const char *s, int round, json_object *ctr)
+{
+	json_object *mounts = jget(ctr, "Mounts");
+	char ws[96], sys[96];
+	int seen = 0;
+
+	cr_assert_eq(it_count_containers(s), 1, "round %d: %d containers",
+		     round, it_count_containers(s));
+	cr_assert_eq(it_container_running(s), 1,
+		     "round %d: the container does not run", round);
+	cr_assert_eq(
+		it_count_volumes(s), 2,
+		"round %d: %d labelled volumes (a racer removed or replaced one)",
+		round, it_count_volumes(s));
+	snprintf(ws, sizeof(ws), "hutch-%s", s);
+	snprintf(sys, sizeof(sys), "hutch_%s", s);
+	for (size_t k = 0; mounts && k < json_object_array_length(mounts);
+	     k++) {
+		json_object *name =
+			jget(json_object_array_get_idx(mounts, k), "Name");
+		const char *n = name ? json_object_get_string(name) : "";
+
+		seen += strcmp(n, ws) == 0 || strcmp(n, sys) == 0;
+	}
+	cr_assert_eq(seen, 2,
+		     "round %d: the container does not mount %s and %s: %s",
+		     round, ws, sys, json_object_to_json_string(mounts));
+}
+
+/* Start every racer at the same moment on session `s`; check each one's
+ * outcome and the session left.  Returns how many exited 0. */
+static int race_round(const char *s, int round, const struct racer *rs, int n)
+{
+	it_proc p[MAX_RACERS];
+	it_result res[MAX_RACERS];
+	int gate[2], ok = 0;
+	it_opts o = { .gate = gate };
+	json_object *ctr;
+
+	cr_assert_leq(n, MAX_RACERS);
+	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0, "pipe: %s", strerror(errno));
+	for (int i = 0; i < n; i++) {
+		const char *argv[20];
+		size_t k = 0;
+
+		argv[k++] = rs[i].cmd;
+		argv[k++] = s;
+		for (size_t j = 0; rs[i].args[j]; j++)
+			argv[k++] = rs[i].args[j];
+		argv[k] = NULL;
+		it_spawn(&p[i], &o, argv);
+	}
+	close(gate[1]); /* go */
+	for (int i = 0; i < n; i++)
+		res[i] = it_wait(&p[i]);
+	close(gate[0]);
+
+	for (int i = 0; i < n; i++) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "round %d: racer %d (%s %s %s)",
+			 round, i, rs[i].cmd,
+			 rs[i].args[0] ? rs[i].args[0] : "",
+			 rs[i].args[0] && rs[i].args[1] ? rs[i].args[1] : "");
+		if (rs[i].bad) {
+			cr_assert(
+				!res[i].timed_out && res[i].status == 125,
+				"%s: exit %d, want 125 (its own settings cannot work)\n%s",
+				what, res[i].status, res[i].err);
+		} else if (res[i].status != 0) {
+			/* The only acceptable failure: another racer's
+			 * settings won, said in one line. */
+			IT_ASSERT_EXIT(res[i], 125, what);
+			cr_assert(
+				strstr(res[i].err, MISMATCH) &&
+					it_count_lines(res[i].err,
+						       res[i].err_len) == 1,
+				"%s failed with something else than the one-line mismatch "
+				"error:\n%s",
+				what, res[i].err);
+			cr_assert(rs[i].network || rs[i].memory >= 0 ||
+					  rs[i].pids >= 0 ||
+					  rs[i].read_only >= 0 || rs[i].image ||
+					  rs[i].user,
+				  "%s asked for nothing and still failed:\n%s",
+				  what, res[i].err);
+		}
+	}
+	ctr = inspect(s);
+	expect_one_session(s, round, ctr);
+	for (int i = 0; i < n; i++) {
+		if (res[i].status == 0) {
+			cr_assert(
+				!rs[i].bad,
+				"round %d: racer %d with impossible settings exited 0",
+				round, i);
+			expect_settings(s, round, i, &rs[i], ctr);
+			ok++;
+		}
+		it_result_free(&res[i]);
+	}
+	json_object_put(ctr);
+	return ok;
+}
+
+static void remove_session(const char *s)
+{
+	it_result r = it_hutch("rm", "--force", s, NULL);
+
+	IT_ASSERT_EXIT(r, 0, "hutch rm --force S");
+	it_result_free(&r);
+	cr_assert_eq(it_count_containers(s) + it_count_volumes(s), 0,
+		     "rm left something");
+}
+
+#define SETTINGS_ROUNDS 24
+
+/* Three `up`s that ask for different settings, and an `exec` that asks
+ * for none, on one new session: before the fix about one round in three
+ * gave an `up` exit 0 with another racer's network, memory or pids. */
+IT_TEST(races, settings)
+{
+	const char *s = it_session();
+	static const struct racer rs[] = {
+		{ "up",
+		  { "--network", "none", "--memory", "256m", "--pids", "200",
+		    NULL },
+		  .network = "none",
+		  .memory = 256LL << 20,
+		  .pids = 200,
+		  .read_only = -1 },
+		{ "up",
+		  { "--network", "bridge", "--read-only", NULL },
+		  .network = "bridge",
+		  .memory = -1,
+		  .pids = -1,
+		  .read_only = 1 },
+		{ "up",
+		  { "--memory", "300m", "--pids", "300", "--no-read-only",
+		    NULL },
+		  .memory = 300LL << 20,
+		  .pids = 300,
+		  .read_only = 0 },
+		{ "exec", { "--", "true", NULL }, ASKS_NOTHING },
+	};
+	int won = 0;
+
+	for (int round = 0; round < SETTINGS_ROUNDS; round++) {
+		won += race_round(s, round, rs,
+				  (int)(sizeof(rs) / sizeof(rs[0])));
+		remove_session(s);
+	}
+	cr_log_info("%s: %d racers of %d exited 0 over %d rounds",
+		    it_engine_name(), won, SETTINGS_ROUNDS * 4,
+		    SETTINGS_ROUNDS);
+}
+
+#define BAD_ROUNDS 16
+
+/* A racer asking for an image the engine does not have: before the fix,
+ * the others took its settings from the volume it had just made and
+ * failed with "No such image". */
+IT_TEST(races, bad_image_fails_alone)
+{
+	const char *s = it_session();
+	static const struct racer rs[] = {
+		{ "up",
+		  { "--image", "hutch-no-such-image:latest", NULL },
+		  ASKS_NOTHING,
+		  .image = "hutch-no-such-image",
+		  .bad = 1 },
+		{ "up",
+		  { "--memory", "200m", NULL },
+		  .memory = 200LL << 20,
+		  .pids = -1,
+		  .read_only = -1 },
+		{ "exec", { "--", "true", NULL }, ASKS_NOTHING },
+		{ "up", { NULL }, ASKS_NOTHING },
+	};
+
+	for (int round = 0; round < BAD_ROUNDS; round++) {
+		race_round(s, round, rs, (int)(sizeof(rs) / sizeof(rs[0])));
+		remove_session(s);
+	}
+}
+
+/* The same with a user the image lacks, which only the container's start
+ * reveals: the racers that asked for no user never get it. */
+IT_TEST(races, bad_user_fails_alone)
+{
+	const char *s = it_session();
+	static const struct racer rs[] = {
+		{ "up",
+		  { "--user", "ghost", NULL },
+		  ASKS_NOTHING,
+		  .user = "ghost",
+		  .bad = 1 },
+		{ "exec", { "--", "true", NULL }, ASKS_NOTHING },
+		{ "up", { NULL }, ASKS_NOTHING },
+	};
+
+	for (int round = 0; round < BAD_ROUNDS; round++) {
+		json_object *ctr;
+
+		race_round(s, round, rs, (int)(sizeof(rs) / sizeof(rs[0])));
+		ctr = inspect(s);
+		cr_assert(
+			!label(ctr, "dev.hutch.user") ||
+				strcmp(label(ctr, "dev.hutch.user"), "ghost") !=
+					0,
+			"round %d: the session runs as the failed racer's user",
+			round);
+		json_object_put(ctr);
+		remove_session(s);
+	}
+}
+
+/* ---- concurrent edits ----------------------------------------------- */
+
+#define EDITORS 10
+#define EDIT_ROUNDS 3
+/* How long the others get to finish while one edit is frozen: on the
+ * fixed code they wait for its lock, so this is only how long the round
+ * lasts, not something asserted. */
+#define FROZEN_GRACE 3.0
+/* Bytes of filler before the edited lines. */
+#define FILLER "4194304"
+
+/*
+ * A static program for the sandbox, as whatever runs in a session could
+ * build one.  File tools run as the session's user, so any command of the
+ * session may watch and signal them.
+ *  - "hold FILE": take an exclusive flock on FILE, say "locked PID", hold
+ *    it until killed;
+ *  - "freeze TOOL SIZE GO watch|step": say "armed"; find a process of the
+ *    file tool TOOL that has read SIZE bytes (the file it edits) and
+ *    SIGSTOP it: with "watch" the first one seen (many run at once), with
+ *    "step" the only one, stopped and looked at again and again until it
+ *    has read them; say "frozen PID" (0 when it got past), SIGCONT it once
+ *    GO exists.
+ */
+static const char racer_src[] =
+	"#include <dirent.h>\n"
+	"#include <fcntl.h>\n"
+	"#include <signal.h>\n"
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"#include <sys/file.h>\n"
+	"#include <time.h>\n"
+	"#include <unistd.h>\n"
+	"\n"
+	"static int slurp(int pid, const char *what, char *buf, int cap)\n"
+	"{\n"
+	"\tchar path[64];\n"
+	"\tint fd, n;\n"
+	"\n"
+	"\tsnprintf(path, sizeof(path), \"/proc/%d/%s\", pid, what);\n"
+	"\tfd = open(path, O_RDONLY);\n"
+	"\tif (fd < 0)\n"
+	"\t\treturn -1;\n"
+	"\tn = (int)read(fd, buf, cap - 1);\n"
+	"\tclose(fd);\n"
+	"\tif (n < 0)\n"
+	"\t\treturn -1;\n"
+	"\tbuf[n] = 0;\n"
+	"\treturn n;\n"
+	"}\n"
+	"\n"
+	"/* argv[1] is \"fs\" and argv[2] is `tool`: the file tool itself. */\n"
+	"static int is_tool(int pid, const char *tool)\n"
+	"{\n"
+	"\tchar buf[512];\n"
+	"\tint n = slurp(pid, \"cmdline\", buf, sizeof(buf)), a1, a2;\n"
+	"\n"
+	"\tif (n <= 0)\n"
+	"\t\treturn 0;\n"
+	"\ta1 = (int)strlen(buf) + 1;\n"
+	"\tif (a1 >= n || strcmp(buf + a1, \"fs\"))\n"
+	"\t\treturn 0;\n"
+	"\ta2 = a1 + 3;\n"
+	"\treturn a2 < n && !strcmp(buf + a2, tool);\n"
+	"}\n"
+	"\n"
+	"/* Bytes it has read so far. */\n"
+	"static long long rchar(int pid)\n"
+	"{\n"
+	"\tchar buf[512], *p;\n"
+	"\n"
+	"\tif (slurp(pid, \"io\", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, \"rchar: \")))\n"
+	"\t\treturn -1;\n"
+	"\treturn atoll(p + 7);\n"
+	"}\n"
+	"\n"
+	"static int stopped(int pid)\n"
+	"{\n"
+	"\tchar buf[512], *p;\n"
+	"\n"
+	"\tif (slurp(pid, \"stat\", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))\n"
+	"\t\treturn -1;\n"
+	"\treturn p[2] == 'T' || p[2] == 't';\n"
+	"}\n"
+	"\n"
+	"/* The first `tool` process that has read at least `size` bytes. */\n"
+	"static int find(const char *tool, long long size)\n"
+	"{\n"
+	"\tDIR *d = opendir(\"/proc\");\n"
+	"\tstruct dirent *e;\n"
+	"\tint pid, found = 0;\n"
+	"\n"
+	"\twhile (d && !found && (e = readdir(d))) {\n"
+	"\t\tpid = atoi(e->d_name);\n"
+	"\t\tif (pid > 0 && pid != getpid() && is_tool(pid, tool) &&\n"
+	"\t\t    rchar(pid) >= size)\n"
+	"\t\t\tfound = pid;\n"
+	"\t}\n"
+	"\tif (d)\n"
+	"\t\tclosedir(d);\n"
+	"\treturn found;\n"
+	"}\n"
+	"\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\ttime_t end = time(NULL) + 10;\n"
+	"\tlong long size;\n"
+	"\tint pid = 0, st;\n"
+	"\n"
+	"\tif (argc == 3 && !strcmp(argv[1], \"hold\")) {\n"
+	"\t\tint fd = open(argv[2], O_RDONLY);\n"
+	"\n"
+	"\t\tif (fd < 0 || flock(fd, LOCK_EX) < 0)\n"
+	"\t\t\treturn 1;\n"
+	"\t\tprintf(\"locked %d\\n\", (int)getpid());\n"
+	"\t\tfflush(stdout);\n"
+	"\t\tfor (;;)\n"
+	"\t\t\tpause();\n"
+	"\t}\n"
+	"\tif (argc != 6 || strcmp(argv[1], \"freeze\"))\n"
+	"\t\treturn 2;\n"
+	"\tsize = atoll(argv[3]);\n"
+	"\tprintf(\"armed\\n\");\n"
+	"\tfflush(stdout);\n"
+	"\tif (!strcmp(argv[5], \"watch\")) {\n"
+	"\t\t/* Many candidates: stop the first one seen past its read. */\n"
+	"\t\twhile (!(pid = find(argv[2], size)) && time(NULL) < end)\n"
+	"\t\t\t;\n"
+	"\t\tif (pid && kill(pid, SIGSTOP) < 0)\n"
+	"\t\t\tpid = 0;\n"
+	"\t} else {\n"
+	"\t\t/* One: stop and look, again and again, until it has read. */\n"
+	"\t\twhile (!(pid = find(argv[2], 0)) && time(NULL) < end)\n"
+	"\t\t\t;\n"
+	"\t\twhile (pid) {\n"
+	"\t\t\tif (kill(pid, SIGSTOP) < 0) {\n"
+	"\t\t\t\tpid = 0;\n"
+	"\t\t\t\tbreak;\n"
+	"\t\t\t}\n"
+	"\t\t\twhile ((st = stopped(pid)) == 0)\n"
+	"\t\t\t\t;\n"
+	"\t\t\tif (st < 0)\n"
+	"\t\t\t\tpid = 0;\n"
+	"\t\t\tif (st < 0 || rchar(pid) >= size)\n"
+	"\t\t\t\tbreak;\n"
+	"\t\t\tkill(pid, SIGCONT);\n"
+	"\t\t}\n"
+	"\t}\n"
+	"\t/* 0: it got past us; the round is then a plain race. */\n"
+	"\tprintf(\"frozen %d\\n\", pid);\n"
+	"\tfflush(stdout);\n"
+	"\twhile (access(argv[4], F_OK) != 0 && time(NULL) < end + 60)\n"
+	"\t\tusleep(10000);\n"
+	"\tif (pid)\n"
+	"\t\tkill(pid, SIGCONT);\n"
+	"\tunlink(argv[4]);\n"
+	"\treturn 0;\n"
+	"}\n";
+
+/* Build the racer on the host and put it at /workspace/racer. */
+static void install_racer(const char *s)
+{
+	char dir[] = "/tmp/hutch-racer-XXXXXX", src[96], bin[96], cmd[320];
+	it_result r;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(src, sizeof(src), "%s/racer.c", dir);
+	snprintf(bin, sizeof(bin), "%s/racer", dir);
+	f = fopen(src, "w");
+	cr_assert_not_null(f);
+	cr_assert(fputs(racer_src, f) >= 0 && fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd), "cc -static -O1 -o %s %s", bin, src);
+	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+	cr_assert_eq(unlink(src), 0);
+	r = it_hutch("sync-in", s, dir, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch sync-in the racer");
+	it_result_free(&r);
+	unlink(bin);
+	rmdir(dir);
+}
+
+/* Read a line from a running hutch's stdout that starts with `word`;
+ * the rest of the line in `rest`. */
+static void expect_line(it_proc *p, const char *word, char *rest, size_t restsz)
+{
+	char buf[256];
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = p->out_fd, .events = POLLIN };
+		char *nl;
+		ssize_t n;
+
+		buf[got] = '\0';
+		if ((nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			cr_assert(strncmp(buf, word, strlen(word)) == 0,
+				  "racer said '%s', not %s", buf, word);
+			snprintf(rest, restsz, "%s", buf + strlen(word));
+			/* One line at a time: the racer says nothing before
+			 * it is answered. */
+			cr_assert_eq(nl + 1, buf + got, "more than a line: %s",
+				     nl + 1);
+			return;
+		}
+		cr_assert_eq(poll(&pfd, 1, 90000), 1,
+			     "the racer never said '%s'", word);
+		n = read(p->out_fd, buf + got, sizeof(buf) - 1 - got);
+		cr_assert_gt(n, 0, "the racer ended before it said '%s'", word);
+		got += (size_t)n;
+	}
+}
+
+/* Wait until `want` of the processes have closed their output (exited),
+ * or `limit` seconds passed. */
+static void wait_exits(it_proc *p, int n, int want, double limit)
+{
+	double until = it_now() + limit;
+	int done[EDITORS + 1] = { 0 }, count = 0;
+
+	while (count < want && it_now() < until) {
+		for (int i = 0; i < n; i++) {
+			struct pollfd pfd = { .fd = p[i].out_fd,
+					      .events = POLLIN };
+
+			/* A peek: it_wait reads the output afterwards. */
+			if (!done[i] && poll(&pfd, 1, 0) == 1 &&
+			    (pfd.revents & POLLHUP)) {
+				done[i] = 1;
+				count++;
+			}
+		}
+		it_sleep(0.02);
+	}
+}
+
+static it_result sh(const char *s, const char *script)
+{
+	return it_hutch("exec", s, "--", "sh", "-c", script, NULL);
+}
+
+/* The file: FILLER bytes (an edit that has read them is past its read)
+ * and one line per editor. */
+static void reset_file(const char *s)
+{
+	static const char script[] =
+		"rm -f /workspace/go\n"
+		"yes filler-filler-filler | head -c " FILLER " > f.txt\n"
+		"for i in 0 1 2 3 4 5 6 7 8 9; do echo \"line-0$i;\" >> f.txt; done\n";
+	it_result r = sh(s, script);
+
+	IT_ASSERT_EXIT(r, 0, "reset the file");
+	it_result_free(&r);
+}
+
+static char *cat_file(const char *s)
+{
+	it_result r =
+		it_hutch("exec", s, "--", "cat", "/workspace/f.txt", NULL);
+	char *text;
+
+	IT_ASSERT_EXIT(r, 0, "cat the file");
+	text = strdup(r.out);
+	it_result_free(&r);
+	return text;
+}
+
+/* An edit that did not land must say so: exit 2 with the "conflict"
+ * code (or, when a write may have replaced the text, "no_match"). */
+static int edit_landed_or(it_result *r, const char *what, const char *or_code)
+{
+	json_object *j, *e;
+	int landed;
+
+	cr_assert(!r->timed_out && (r->status == 0 || r->status == 2),
+		  "%s: exit %d\n%s%s", what, r->status, r->out, r->err);
+	j = it_json(r->out, r->out_len);
+	landed = r->status == 0;
+	if (landed) {
+		cr_assert_eq(
+			json_object_get_int64(it_json_get(j, "replacements")),
+			1, "%s: %s", what, r->out);
+	} else {
+		const char *code;
+
+		e = it_json_get(j, "error");
+		code = json_object_get_string(it_json_get(e, "code"));
+		cr_assert(strcmp(code, "conflict") == 0 ||
+				  (or_code && strcmp(code, or_code) == 0),
+			  "%s: refused for another reason: %s", what, r->out);
+	}
+	json_object_put(j);
+	return landed;
+}
+
+static int edit_landed(it_result *r, const char *what)
+{
+	return edit_landed_or(r, what, NULL);
+}
+
+/*
+ * One round: the racer freezes an edit after it has read the file; the
+ * other processes get FROZEN_GRACE seconds, then the frozen one goes on.
+ * `argvs`: `edits` edits (edit i replaces line i), then whatever else, `n`
+ * in all.  With `first_alone` the first one starts alone and is the one
+ * frozen, the others start at once when it is; without, all start at once
+ * and the first edit seen past its read is frozen.  Returns the file;
+ * landed[i] says which edits said they landed.
+ */
+/* Rounds in which the racer froze an edit. */
+static int frozen_rounds;
+
+static char *frozen_round(const char *s, int round,
+			  const char *const *const *argvs, int n, int edits,
+			  int first_alone, int *landed)
+{
+	const char *freeze[] = { "exec",
+				 s,
+				 "--timeout",
+				 "150",
+				 "--",
+				 "/workspace/racer",
+				 "freeze",
+				 "edit",
+				 FILLER,
+				 "/workspace/go",
+				 first_alone ? "step" : "watch",
+				 NULL };
+	it_proc racer, p[EDITORS + 1];
+	int gate[2];
+	it_opts o = { .gate = gate };
+	char rest[64];
+	it_result r;
+
+	reset_file(s);
+	it_spawn(&racer, NULL, freeze);
+	expect_line(&racer, "armed", rest, sizeof(rest));
+	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
+	if (first_alone) {
+		it_spawn(&p[0], NULL, argvs[0]);
+		expect_line(&racer, "frozen", rest, sizeof(rest));
+	}
+	for (int i = first_alone ? 1 : 0; i < n; i++)
+		it_spawn(&p[i], &o, argvs[i]);
+	close(gate[1]);
+	if (!first_alone)
+		expect_line(&racer, "frozen", rest, sizeof(rest));
+	/* " 0": every edit got past the racer, a plain race this time. */
+	frozen_rounds += atoi(rest) > 0;
+	/* The others: done (before the fix) or waiting for the frozen
+	 * one's lock (after). */
+	wait_exits(p, n, n - 1, FROZEN_GRACE);
+	r = sh(s, "touch /workspace/go");
+	IT_ASSERT_EXIT(r, 0, "let the frozen edit go on");
+	it_result_free(&r);
+	r = it_wait(&racer);
+	IT_ASSERT_EXIT(r, 0, "the racer");
+	it_result_free(&r);
+	close(gate[0]);
+	for (int i = 0; i < n; i++) {
+		char what[64];
+
+		r = it_wait(&p[i]);
+		snprintf(what, sizeof(what), "round %d: %s %d", round,
+			 argvs[i][0], i);
+		if (i < edits)
+			landed[i] = edit_landed_or(
+				&r, what, n > edits ? "no_match" : NULL);
+		else
+			IT_ASSERT_EXIT(r, 0, what);
+		it_result_free(&r);
+	}
+	return cat_file(s);
+}
+
+/* Ten edits of one file at once, each replacing its own line, one of them
+ * held up by the sandbox while it writes: before the fix each said "1
+ * replacement" and the held one's stale copy undid the other nine. */
+IT_TEST(races, parallel_edits)
+{
+	const char *s = it_session();
+	char olds[EDITORS][16], news[EDITORS][16];
+	const char *argv[EDITORS][10];
+	const char *const *argvs[EDITORS];
+	int landed_total = 0;
+
+	install_racer(s);
+	for (int i = 0; i < EDITORS; i++) {
+		snprintf(olds[i], sizeof(olds[i]), "line-%02d;", i);
+		snprintf(news[i], sizeof(news[i]), "EDIT-%02d;", i);
+		const char *a[] = { "edit",  s,	       "f.txt",
+				    "--old", olds[i],  "--new",
+				    news[i], "--json", NULL };
+
+		memcpy(argv[i], a, sizeof(a));
+		argvs[i] = argv[i];
+	}
+	for (int round = 0; round < EDIT_ROUNDS; round++) {
+		int landed[EDITORS];
+		char *now = frozen_round(s, round, argvs, EDITORS, EDITORS, 0,
+					 landed);
+
+		for (int i = 0; i < EDITORS; i++) {
+			cr_assert(
+				strstr(now, landed[i] ? news[i] : olds[i]) &&
+					!strstr(now,
+						landed[i] ? olds[i] : news[i]),
+				"round %d: edit %d %s, but the file says otherwise:\n%s",
+				round, i,
+				landed[i] ? "said it landed" :
+					    "said it did not land",
+				strstr(now, "line-") ?
+					strstr(now, "line-") - 9 :
+					now);
+			landed_total += landed[i];
+		}
+		free(now);
+	}
+	cr_log_info(
+		"%s: %d of %d edits landed, %d of %d rounds with one frozen",
+		it_engine_name(), landed_total, EDITORS * EDIT_ROUNDS,
+		frozen_rounds, EDIT_ROUNDS);
+}
+
+/* A write while an edit is held up: the edit may land first (and be
+ * replaced by the write), never after the write on the text it read
+ * before it. */
+IT_TEST(races, write_among_edits)
+{
+	const char *s = it_session();
+	char olds[4][16], news[4][16];
+	const char *argv[5][10];
+	const char *const *argvs[5];
+	int landed[4];
+	const char *write[] = { "write",     s,		  "f.txt",
+				"--content", "WRITTEN\n", NULL };
+
+	install_racer(s);
+	for (int i = 0; i < 4; i++) {
+		snprintf(olds[i], sizeof(olds[i]), "line-%02d;", i);
+		snprintf(news[i], sizeof(news[i]), "EDIT-%02d;", i);
+		const char *a[] = { "edit",  s,	       "f.txt",
+				    "--old", olds[i],  "--new",
+				    news[i], "--json", NULL };
+
+		memcpy(argv[i], a, sizeof(a));
+		argvs[i] = argv[i];
+	}
+	memcpy(argv[4], write, sizeof(write));
+	argvs[4] = argv[4];
+	for (int round = 0; round < EDIT_ROUNDS; round++) {
+		char *now = frozen_round(s, round, argvs, 5, 4, 1, landed);
+
+		/* Edits after the write find nothing to replace: the write
+		 * is the last word, whatever the order. */
+		cr_assert_str_eq(now, "WRITTEN\n",
+				 "round %d: the write that exited 0 was undone:"
+				 "\n%.300s",
+				 round, strstr(now, "line-") ?: now);
+		free(now);
+	}
+	cr_log_info("%s: %d of %d rounds with the edit frozen",
+		    it_engine_name(), frozen_rounds, EDIT_ROUNDS);
+}
+
+/* A process in the sandbox holds the file's lock: edits wait for it a
+ * bounded time, then fail with the conflict code and change nothing; once
+ * it is gone, they work. */
+IT_TEST(races, lock_held_in_sandbox)
+{
+	const char *s = it_session();
+	const char *hold[] = { "exec",	    s,
+			       "--timeout", "120",
+			       "--",	    "/workspace/racer",
+			       "hold",	    "/workspace/f.txt",
+			       NULL };
+	char rest[64];
+	it_proc holder;
+	it_result r;
+	char *now;
+
+	install_racer(s);
+	r = it_hutch("write", s, "f.txt", "--content", "one\ntwo\n", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch write");
+	it_result_free(&r);
+
+	it_spawn(&holder, NULL, hold);
+	expect_line(&holder, "locked ", rest, sizeof(rest));
+
+	r = it_hutch("edit", s, "f.txt", "--old", "one", "--new", "ONE",
+		     "--json", NULL);
+	cr_assert_eq(
+		edit_landed(&r, "an edit while the sandbox holds the lock"), 0);
+	cr_assert(strstr(r.out, "lock"), "the error does not say why: %s",
+		  r.out);
+	it_result_free(&r);
+	now = cat_file(s);
+	cr_assert_str_eq(now, "one\ntwo\n",
+			 "the refused edit changed the file");
+	free(now);
+
+	r = it_hutch("exec", s, "--", "kill", "-9", rest, NULL);
+	IT_ASSERT_EXIT(r, 0, "kill the holder");
+	it_result_free(&r);
+	r = it_wait(&holder);
+	it_result_free(&r);
+
+	r = it_hutch("edit", s, "f.txt", "--old", "one", "--new", "ONE",
+		     "--json", NULL);
+	cr_assert_eq(edit_landed(&r, "an edit once the holder is gone"), 1);
+	it_result_free(&r);
+	now = cat_file(s);
+	cr_assert_str_eq(now, "ONE\ntwo\n");
+	free(now);
+}
