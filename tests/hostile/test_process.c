@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "hostile.h"
 
 static const char poke_src[] =
 	"#define _GNU_SOURCE\n"
@@ -122,21 +122,6 @@ static const char poke_src[] =
 	"fiosetown prlimit int80"
 #define N_POKE_MODES 12
 
-static void sh_host(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh_host(const char *fmt, ...)
-{
-	char cmd[3 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "failed: %s", cmd);
-}
-
 /* A new session whose workspace holds ./poke, built here, static, so it
  * runs in the busybox image; extra `up` options in `opts` (may be NULL). */
 static void up_with_poke(const char *s, const char *const *opts)
@@ -152,13 +137,13 @@ static void up_with_poke(const char *s, const char *const *opts)
 	snprintf(src, sizeof(src), "%s.c", dir);
 	f = fopen(src, "w");
 	cr_assert(f && fputs(poke_src, f) >= 0 && fclose(f) == 0);
-	sh_host("cc -static -O2 -o '%s/poke' '%s'", dir, src);
+	hostile_sh("cc -static -O2 -o '%s/poke' '%s'", dir, src);
 	unlink(src);
 	for (; opts && *opts && n < 15; opts++)
 		args[n++] = *opts;
 	args[n] = NULL;
 	r = it_hutch_v(NULL, args);
-	sh_host("rm -rf '%s'", dir);
+	hostile_sh("rm -rf '%s'", dir);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --seed DIR");
 	it_result_free(&r);
 }
