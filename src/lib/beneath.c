@@ -83,6 +83,9 @@ static int open2(int at, const char *path, int flags, uint64_t resolve)
 	}
 	if (*path != '/' && at != AT_FDCWD)
 		return walk(at, path, flags);
+	/* Where the walk starts: the root or the working directory, which
+	 * the caller's path names relative to; neither is looked up through
+	 * anything a sandbox can change. */
 	root = open(*path == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -1;
