@@ -136,9 +136,8 @@ hutch_engine *hutch_session_engine(const hutch_session *session);
  * container that has every setting it asked for, or HUTCH_ECONFLICT naming
  * the ones that differ.  A call removes only what it made itself.  One
  * whose own settings cannot work (an image the engine lacks, a user the
- * image lacks) is meant to fail alone; under load a valid racer can still
- * fail beside it (a known bug), never with the other's settings.  `*created` (may be NULL) is set to 1 when this call
- * created the container.
+ * image lacks) fails alone.  `*created` (may be NULL) is set to 1 when
+ * this call created the container.
  * HUTCH_ECONFLICT, with the differing settings named, when the session
  * exists with another configuration than the options given to
  * hutch_session_open asked for (unless they set `recreate`); HUTCH_EINVALID

@@ -801,18 +801,32 @@ static int volume_get(hutch_session *s, const char *name, json_object **out,
 				  "inspect a session volume", err);
 }
 
-/* The system volume's labels when it is this session's (in *vol). */
-static json_object *sysvol_labels(hutch_session *s, json_object **vol)
+/*
+ * The system volume's labels when it is this session's record (the volume
+ * in *vol).  *stale: it is this session's, but was made beside another
+ * workspace volume than the one there now (one a failed call was removing
+ * when a racer made the next), so its record is not this one's.  Volumes
+ * from a hutch without HUTCH_LABEL_VOLUME_OF are taken as they are.
+ */
+static json_object *sysvol_labels(hutch_session *s, json_object **vol, int *stale)
 {
 	json_object *labels = NULL;
-	const char *of;
+	const char *of, *beside;
 
 	*vol = NULL;
+	*stale = 0;
 	if (volume_get(s, s->sysvol, vol, NULL) < 0)
 		return NULL;
 	json_object_object_get_ex(*vol, "Labels", &labels);
 	of = label_get(labels, HUTCH_LABEL_SYSTEM);
-	return of && strcmp(of, s->name) == 0 ? labels : NULL;
+	if (!of || strcmp(of, s->name) != 0)
+		return NULL;
+	beside = label_get(labels, HUTCH_LABEL_VOLUME_OF);
+	if (beside && s->vol_token[0] && strcmp(beside, s->vol_token) != 0) {
+		*stale = 1;
+		return NULL;
+	}
+	return labels;
 }
 
 /* When the engine made volume `vol`, unix seconds; 0 when it does not say. */
@@ -840,10 +854,11 @@ static int adopt_volume_record(hutch_session *s, json_object *vol,
 			       json_object *vlabels, int mine,
 			       long long *latest, hutch_error **err)
 {
-	json_object *sys = NULL, *labels = sysvol_labels(s, &sys);
+	json_object *sys = NULL, *labels;
 	char diff[1024];
-	int rc;
+	int rc, stale;
 
+	labels = sysvol_labels(s, &sys, &stale);
 	*latest = volume_made(vol);
 	if (labels && volume_made(sys) > *latest)
 		*latest = volume_made(sys);
@@ -864,25 +879,26 @@ static int adopt_volume_record(hutch_session *s, json_object *vol,
 
 /* Make the system volume hold this configuration as its record: the one
  * a container removed from outside comes back with.  A record for another
- * configuration (before --recreate, or from an older hutch) is replaced;
- * the volume only holds the agent, which is put there again anyway, and
- * the engines refuse to remove it while a container uses it. */
+ * configuration (before --recreate, from an older hutch, or made beside a
+ * workspace volume that is gone) is replaced; the volume only holds the
+ * agent, which is put there again anyway, and the engines refuse to
+ * remove it while a container uses it. */
 static int ensure_sysvol(hutch_session *s, hutch_error **err)
 {
 	json_object *vol = NULL, *labels, *body;
 	char hash[17], path[256], diff[1024];
 	const char *had;
-	int rc;
+	int rc, stale;
 
 	config_hash(s, hash);
-	labels = sysvol_labels(s, &vol);
+	labels = sysvol_labels(s, &vol, &stale);
 	had = label_get(labels, HUTCH_LABEL_CONFIG);
 	if (had && strcmp(had, hash) == 0) {
 		json_object_put(vol);
 		return 0;
 	}
 	json_object_put(vol);
-	if (vol && !labels) {
+	if (vol && !labels && !stale) {
 		s->refused = 1;
 		return hutch__error_set(err, HUTCH_ECONFLICT,
 			"volume '%s' exists but was not made by hutch; remove it or "
@@ -903,6 +919,9 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		return hutch__error_oom(err);
 	}
 	json_object_object_add(labels, HUTCH_LABEL_SYSTEM, json_object_new_string(s->name));
+	if (s->vol_token[0])
+		json_object_object_add(labels, HUTCH_LABEL_VOLUME_OF,
+				       json_object_new_string(s->vol_token));
 	json_object_object_add(body, "Name", json_object_new_string(s->sysvol));
 	json_object_object_add(body, "Labels", labels);
 	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body, NULL, NULL,
@@ -916,7 +935,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	}
 	/* Success does not say we made it: Docker answers a create of a
 	 * volume that exists with success.  Its labels say who did. */
-	labels = sysvol_labels(s, &vol);
+	labels = sysvol_labels(s, &vol, &stale);
 	had = label_get(labels, HUTCH_LABEL_CONFIG);
 	rc = 0;
 	if (labels && made_by_me(s, labels)) {
@@ -928,7 +947,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		diff[0] = '\0';
 		if (labels)
 			mismatch(s, labels, diff, sizeof(diff));
-		if (!labels)
+		if (!labels && !stale)
 			rc = hutch__error_set(
 				err, HUTCH_ECONFLICT,
 				"volume '%s' exists but was not made by hutch; remove it "
@@ -1039,6 +1058,10 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			 * create below succeeds on Docker for a volume a racer
 			 * made, and fails on Podman, for the same race. */
 			mine = made_by_me(s, labels);
+			snprintf(s->vol_token, sizeof(s->vol_token), "%s",
+				 label_get(labels, HUTCH_LABEL_CREATION)
+					 ? label_get(labels, HUTCH_LABEL_CREATION)
+					 : "");
 			if (mine) {
 				s->new_record = 1;
 				s->made_volumes |= MADE_WORKSPACE_VOLUME;
@@ -1734,8 +1757,16 @@ static int create_container(hutch_session *s, hutch_error **err)
  */
 static void forget_new_volumes(hutch_session *s)
 {
-	const char *name[2] = { s->volume, s->sysvol };
-	int bit[2] = { MADE_WORKSPACE_VOLUME, MADE_SYSTEM_VOLUME };
+	/*
+	 * The system volume first: while the workspace volume is there, a
+	 * racer waits for this call's container (ensure_volume) and makes
+	 * nothing, so the system volume removed is the one made here.  The
+	 * other way round, a racer could make the next workspace volume,
+	 * read this call's failed record from the system volume still
+	 * there, and mount it once removed, as an engine-made volume.
+	 */
+	const char *name[2] = { s->sysvol, s->volume };
+	int bit[2] = { MADE_SYSTEM_VOLUME, MADE_WORKSPACE_VOLUME };
 	json_object *vol, *labels;
 	char path[256];
 	int ours;
@@ -1859,6 +1890,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	s->made_id[0] = '\0';
 	s->settled = 0;
 	s->takeover = 0;
+	s->vol_token[0] = '\0';
 	if (hutch__random_hex(s->token, sizeof(s->token)) < 0)
 		return hutch__error_set(
 			err, HUTCH_EFAILED,
@@ -1871,7 +1903,10 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		now = hutch__now_ms();
 		rc = state_of(s, &c, diff, sizeof(diff), &lerr);
 		fresh = rc >= 0 && strcmp(c.state, "created") == 0;
-		if (rc >= 0 && !fresh)
+		/* One that ran is in use; one that exited may be a racer's
+		 * whose settings failed at its start. */
+		if (rc >= 0 && (strcmp(c.state, "running") == 0 ||
+				strcmp(c.state, "paused") == 0))
 			s->settled = 1;
 		if (rc >= 0 && !c.mine) {
 			/* --recreate replaces the first container it finds

@@ -30,6 +30,11 @@
  * success (Docker) and a name is only a name, so this is how a call tells
  * what it made itself from what a racer made. */
 #define HUTCH_LABEL_CREATION "dev.hutch.creation"
+/* On the system volume: the HUTCH_LABEL_CREATION of the workspace volume
+ * it was made beside.  Its record belongs to that workspace volume only:
+ * one left by a call that failed (or a workspace volume removed from
+ * outside) is never read as the record of the next one. */
+#define HUTCH_LABEL_VOLUME_OF "dev.hutch.volume-of"
 
 /* Which settings the caller of hutch_session_open asked for, as opposed
  * to defaults: only those are compared with a session's record. */
@@ -85,9 +90,11 @@ struct hutch_session {
 	int made_volumes;       /* made by this ensure: MADE_WORKSPACE_VOLUME,
 				   MADE_SYSTEM_VOLUME (session.c) */
 	char token[25];         /* this ensure's HUTCH_LABEL_CREATION */
+	char vol_token[25];     /* the workspace volume's HUTCH_LABEL_CREATION,
+				   "" when it has none (older hutch) */
 	char made_id[80];       /* Id of the container this ensure made, "" */
 	int settled;            /* this ensure saw a container of the session
-				   past "created": its record is in use */
+				   running or paused: its record is in use */
 	int takeover;           /* waited long enough for the call that made
 				   the record to make its container */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
