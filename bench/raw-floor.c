@@ -38,8 +38,8 @@ static size_t keep(char *p, size_t size, size_t n, void *u)
 	return size * n;
 }
 
-static long call(CURL *c, const char *sock, const char *method, const char *path,
-		 const char *body, struct buf *out)
+static long call(CURL *c, const char *sock, const char *method,
+		 const char *path, const char *body, struct buf *out)
 {
 	char url[512];
 	struct curl_slist *h = NULL;
@@ -78,10 +78,16 @@ static int set_cmd(char **argv, int argc)
 
 	n += (size_t)snprintf(cmd_json + n, sizeof(cmd_json) - n, "[");
 	for (int i = 0; i < argc; i++) {
-		n += (size_t)snprintf(cmd_json + n, sizeof(cmd_json) - n, "%s\"", i ? "," : "");
-		for (const unsigned char *p = (const unsigned char *)argv[i]; *p && n < sizeof(cmd_json) - 16; p++)
-			n += (size_t)snprintf(cmd_json + n, sizeof(cmd_json) - n,
-					      *p == '"' || *p == '\\' ? "\\%c" : *p < 0x20 ? "\\u%04x" : "%c", *p);
+		n += (size_t)snprintf(cmd_json + n, sizeof(cmd_json) - n,
+				      "%s\"", i ? "," : "");
+		for (const unsigned char *p = (const unsigned char *)argv[i];
+		     *p && n < sizeof(cmd_json) - 16; p++)
+			n += (size_t)snprintf(cmd_json + n,
+					      sizeof(cmd_json) - n,
+					      *p == '"' || *p == '\\' ? "\\%c" :
+					      *p < 0x20 ? "\\u%04x" :
+							  "%c",
+					      *p);
 		n += (size_t)snprintf(cmd_json + n, sizeof(cmd_json) - n, "\"");
 		if (n >= sizeof(cmd_json) - 16)
 			return -1;
@@ -90,7 +96,8 @@ static int set_cmd(char **argv, int argc)
 	return 0;
 }
 
-static int create_start(CURL *c, const char *sock, const char *image, const char *name)
+static int create_start(CURL *c, const char *sock, const char *image,
+			const char *name)
 {
 	struct buf out;
 	char path[512], body[1024];
@@ -98,7 +105,8 @@ static int create_start(CURL *c, const char *sock, const char *image, const char
 	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
 	snprintf(body, sizeof(body),
 		 "{\"Image\":\"%s\",\"Cmd\":[\"sleep\",\"2147483647\"],"
-		 "\"HostConfig\":{\"NetworkMode\":\"none\",\"Init\":true}}", image);
+		 "\"HostConfig\":{\"NetworkMode\":\"none\",\"Init\":true}}",
+		 image);
 	if (call(c, sock, "POST", path, body, &out) != 201) {
 		fprintf(stderr, "raw-floor: create: %s\n", out.data);
 		return -1;
@@ -118,7 +126,8 @@ static int one_exec(CURL *c, const char *sock, const char *container)
 	const char *p;
 
 	snprintf(path, sizeof(path), "/containers/%s/exec", container);
-	snprintf(body, sizeof(body), "{\"AttachStdout\":true,\"AttachStderr\":true,\"Cmd\":%s}",
+	snprintf(body, sizeof(body),
+		 "{\"AttachStdout\":true,\"AttachStderr\":true,\"Cmd\":%s}",
 		 cmd_json);
 	if (call(c, sock, "POST", path, body, &out) != 201)
 		return -1;
@@ -126,7 +135,8 @@ static int one_exec(CURL *c, const char *sock, const char *container)
 	if (!p || sscanf(p + 6, "%64[0-9a-f]", id) != 1)
 		return -1;
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
-	if (call(c, sock, "POST", path, "{\"Detach\":false,\"Tty\":false}", &out) != 200)
+	if (call(c, sock, "POST", path, "{\"Detach\":false,\"Tty\":false}",
+		 &out) != 200)
 		return -1;
 	snprintf(path, sizeof(path), "/exec/%s/json", id);
 	/* Poll as hutch must: Podman may say "running" for a moment. */
@@ -147,15 +157,17 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || strncmp(argv[1], "unix://", 7) != 0 ||
 	    (strcmp(argv[2], "--create") == 0 && argc != 5)) {
-		fprintf(stderr, "usage: raw-floor unix:///SOCKET CONTAINER [ITERATIONS [CMD...]]\n"
-				"       raw-floor unix:///SOCKET --create IMAGE NAME\n");
+		fprintf(stderr,
+			"usage: raw-floor unix:///SOCKET CONTAINER [ITERATIONS [CMD...]]\n"
+			"       raw-floor unix:///SOCKET --create IMAGE NAME\n");
 		return 2;
 	}
 	sock = argv[1] + 7;
 	n = argc > 3 ? atoi(argv[3]) : 1;
 	if (n < 1)
 		n = 1;
-	if (argc > 4 && strcmp(argv[2], "--create") != 0 && set_cmd(argv + 4, argc - 4) < 0) {
+	if (argc > 4 && strcmp(argv[2], "--create") != 0 &&
+	    set_cmd(argv + 4, argc - 4) < 0) {
 		fprintf(stderr, "raw-floor: command too long\n");
 		return 2;
 	}
@@ -168,7 +180,8 @@ int main(int argc, char **argv)
 		if (create_start(c, sock, argv[3], argv[4]) < 0)
 			return 1;
 		clock_gettime(CLOCK_MONOTONIC, &b);
-		printf("%.3f\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+		printf("%.3f\n", (b.tv_sec - a.tv_sec) * 1e3 +
+					 (b.tv_nsec - a.tv_nsec) / 1e6);
 		curl_easy_cleanup(c);
 		return 0;
 	}
@@ -184,7 +197,9 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	printf("%.3f\n", ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6) / n);
+	printf("%.3f\n",
+	       ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6) /
+		       n);
 	curl_easy_cleanup(c);
 	curl_global_cleanup();
 	return 0;

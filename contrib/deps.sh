@@ -18,6 +18,8 @@ packages=(
 	# the unit tests under memcheck; the fuzz targets (contrib/fuzz.sh:
 	# clang with libFuzzer, whose runtime Debian 12 ships apart)
 	valgrind clang
+	# the format check (.clang-format)
+	clang-format
 	# engines: Docker Engine 20.10 (brings containerd, runc, tini for
 	# HostConfig.Init) and Podman 4.3 (runc, not crun: crun fails on
 	# cgroup v1/hybrid hosts; catatonit for HostConfig.Init; netavark, not

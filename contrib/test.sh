@@ -5,7 +5,8 @@
 #
 #   1. install what is missing (contrib/deps.sh), and the MCP SDK client
 #      for the MCP tests (npm ci in tests/mcp)
-#   2. configure --enable-werror (only when not configured so) and build
+#   2. check the C sources are formatted as .clang-format says; configure
+#      --enable-werror (only when not configured so) and build
 #   3. start a private Docker Engine and Podman service (contrib/engines.sh)
 #   4. import hutch-offline:latest into both (images/offline/build.sh)
 #   5. make check: unit tests, then the integration and MCP end-to-end
@@ -131,6 +132,20 @@ else
 	run npm-ci npm ci --prefix tests/mcp --no-audit --no-fund ||
 		echo "test: npm could not install tests/mcp's packages from the npm registry" >&2
 fi
+
+step "format: clang-format --dry-run --Werror (.clang-format)"
+format_check() {
+	local files
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		files=$(git ls-files '*.c' '*.h')
+	else
+		files=$(find src include tests bench -name '*.[ch]' 2>/dev/null)
+	fi
+	# One line per place, so the log names what to run clang-format on.
+	# shellcheck disable=SC2086
+	clang-format --dry-run --Werror $files
+}
+run format format_check || true
 
 step "configure --enable-werror"
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then

@@ -75,9 +75,9 @@ int hutch_engine_ping(hutch_engine *engine, hutch_error **err);
 
 typedef struct {
 	hutch_engine_kind kind;
-	char *name;           /* "Docker Engine" or "Podman" */
-	char *version;        /* engine version */
-	char *api_version;    /* newest API version the engine speaks */
+	char *name;	   /* "Docker Engine" or "Podman" */
+	char *version;	   /* engine version */
+	char *api_version; /* newest API version the engine speaks */
 	char *min_api_version;
 	char *os;
 	char *arch;

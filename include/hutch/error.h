@@ -17,20 +17,20 @@ extern "C" {
 /* The few failures a caller can act on; everything else is HUTCH_EFAILED. */
 typedef enum {
 	HUTCH_OK = 0,
-	HUTCH_EFAILED = -1,      /* anything not listed below */
-	HUTCH_ENOTFOUND = -2,    /* container, exec, image or volume is gone */
-	HUTCH_ECONFLICT = -3,    /* name already in use */
-	HUTCH_ETIMEOUT = -4,     /* a deadline passed */
+	HUTCH_EFAILED = -1,	 /* anything not listed below */
+	HUTCH_ENOTFOUND = -2,	 /* container, exec, image or volume is gone */
+	HUTCH_ECONFLICT = -3,	 /* name already in use */
+	HUTCH_ETIMEOUT = -4,	 /* a deadline passed */
 	HUTCH_EUNREACHABLE = -5, /* no engine answered */
-	HUTCH_EINVALID = -6,     /* bad input from the caller */
-	HUTCH_ETOOBIG = -7,      /* a response or input exceeded its cap */
-	HUTCH_ENOTRUNNING = -8,  /* the container exists but is not running */
+	HUTCH_EINVALID = -6,	 /* bad input from the caller */
+	HUTCH_ETOOBIG = -7,	 /* a response or input exceeded its cap */
+	HUTCH_ENOTRUNNING = -8,	 /* the container exists but is not running */
 	HUTCH_ENOMEM = -9,
-	HUTCH_ECANCELLED = -10,  /* the caller cancelled the operation */
-	HUTCH_EPROTO = -11,      /* the engine said something we cannot parse */
-	HUTCH_EESCAPE = -12,     /* a workspace path resolves outside it */
-	HUTCH_ENOMATCH = -13,    /* edit: the old text is not in the file */
-	HUTCH_EAMBIGUOUS = -14,  /* edit: the old text is there more than once;
+	HUTCH_ECANCELLED = -10, /* the caller cancelled the operation */
+	HUTCH_EPROTO = -11,	/* the engine said something we cannot parse */
+	HUTCH_EESCAPE = -12,	/* a workspace path resolves outside it */
+	HUTCH_ENOMATCH = -13,	/* edit: the old text is not in the file */
+	HUTCH_EAMBIGUOUS = -14, /* edit: the old text is there more than once;
 				    a session exists on two engines */
 } hutch_errcode;
 

@@ -51,30 +51,32 @@ void hutch_cancel_free(hutch_cancel *cancel);
 #define HUTCH_EXEC_DEFAULT_MAX_OUTPUT (1024 * 1024)
 
 typedef struct {
-	unsigned int version;         /* HUTCH_EXEC_OPTIONS_VERSION */
-	const char *const *argv;      /* the command, no shell */
+	unsigned int version;	 /* HUTCH_EXEC_OPTIONS_VERSION */
+	const char *const *argv; /* the command, no shell */
 	size_t argc;
-	const char *workdir;          /* NULL: /workspace */
-	const char *const *env;       /* extra "K=V" for this command only */
+	const char *workdir;	/* NULL: /workspace */
+	const char *const *env; /* extra "K=V" for this command only */
 	size_t env_count;
-	uint64_t timeout_ms;          /* 0: no timeout */
-	int capture;                  /* 1: keep output in the result */
-	size_t max_output;            /* per stream cap when capturing;
+	uint64_t timeout_ms;	   /* 0: no timeout */
+	int capture;		   /* 1: keep output in the result */
+	size_t max_output;	   /* per stream cap when capturing;
 					 0: HUTCH_EXEC_DEFAULT_MAX_OUTPUT */
-	hutch_output_cb on_output;    /* may be NULL */
+	hutch_output_cb on_output; /* may be NULL */
 	void *payload;
-	hutch_cancel *cancel;         /* may be NULL; borrowed */
+	hutch_cancel *cancel; /* may be NULL; borrowed */
 } hutch_exec_options;
 
-#define HUTCH_EXEC_OPTIONS_INIT \
-	{ HUTCH_EXEC_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0, \
-	  HUTCH_EXEC_DEFAULT_TIMEOUT_MS, 0, 0, NULL, NULL, NULL }
+#define HUTCH_EXEC_OPTIONS_INIT                                               \
+	{                                                                     \
+		HUTCH_EXEC_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0,           \
+			HUTCH_EXEC_DEFAULT_TIMEOUT_MS, 0, 0, NULL, NULL, NULL \
+	}
 
 typedef enum {
-	HUTCH_EXEC_OK = 0,           /* the command ran; see the exit code */
-	HUTCH_EXEC_TIMEOUT,          /* killed when the timeout passed */
-	HUTCH_EXEC_SANDBOX_LOST,     /* the container died under it */
-	HUTCH_EXEC_CANCELLED,        /* killed on the caller's request */
+	HUTCH_EXEC_OK = 0,	 /* the command ran; see the exit code */
+	HUTCH_EXEC_TIMEOUT,	 /* killed when the timeout passed */
+	HUTCH_EXEC_SANDBOX_LOST, /* the container died under it */
+	HUTCH_EXEC_CANCELLED,	 /* killed on the caller's request */
 } hutch_exec_status;
 
 typedef struct hutch_exec_result hutch_exec_result;
@@ -116,9 +118,8 @@ int hutch_exec_result_oom(const hutch_exec_result *res);
  * `*omitted` says how many bytes between them were left out.  `*total` is
  * every byte the stream carried.
  */
-void hutch_exec_result_output(const hutch_exec_result *res,
-			      hutch_stream stream, const char **data,
-			      size_t *len, uint64_t *total,
+void hutch_exec_result_output(const hutch_exec_result *res, hutch_stream stream,
+			      const char **data, size_t *len, uint64_t *total,
 			      uint64_t *omitted);
 /* Where the head ends in the data above (equal to len when nothing was
  * omitted). */

@@ -37,15 +37,15 @@ extern "C" {
 #define HUTCH_FS_MAX_TEXT (64u * 1024u * 1024u)
 
 typedef struct {
-	unsigned int version;          /* HUTCH_FS_OPTIONS_VERSION */
+	unsigned int version; /* HUTCH_FS_OPTIONS_VERSION */
 	/* read */
-	uint64_t offset;               /* first line, 1-based; 0: 1 */
-	uint64_t limit;                /* lines; 0: 2000 */
-	uint64_t max_bytes;            /* content cap; 0: 256 KiB (max 4 MiB) */
+	uint64_t offset;    /* first line, 1-based; 0: 1 */
+	uint64_t limit;	    /* lines; 0: 2000 */
+	uint64_t max_bytes; /* content cap; 0: 256 KiB (max 4 MiB) */
 	/* edit */
-	int all;                       /* replace every occurrence */
+	int all; /* replace every occurrence */
 	/* grep */
-	const char *const *include;    /* globs a file's path must match */
+	const char *const *include; /* globs a file's path must match */
 	size_t include_count;
 	int ignore_case;
 	/* find: 'f', 'd' or 0 for any type */
@@ -53,12 +53,15 @@ typedef struct {
 	/* grep, find, ls: most entries returned; 0: the tool's default
 	 * (grep 200, find and ls 1000) */
 	uint64_t max;
-	uint64_t timeout_ms;           /* 0: HUTCH_FS_DEFAULT_TIMEOUT_MS */
-	hutch_cancel *cancel;          /* may be NULL; borrowed */
+	uint64_t timeout_ms;  /* 0: HUTCH_FS_DEFAULT_TIMEOUT_MS */
+	hutch_cancel *cancel; /* may be NULL; borrowed */
 } hutch_fs_options;
 
-#define HUTCH_FS_OPTIONS_INIT \
-	{ HUTCH_FS_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, NULL }
+#define HUTCH_FS_OPTIONS_INIT                                              \
+	{                                                                  \
+		HUTCH_FS_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, \
+			NULL                                               \
+	}
 
 typedef enum {
 	HUTCH_FS_FILE = 0,
@@ -70,13 +73,13 @@ typedef enum {
 /* One line of a list result (grep, find, ls).  Every pointer is borrowed
  * from the result. */
 typedef struct {
-	const char *path;      /* relative to /workspace */
-	const char *name;      /* ls: the entry's name; else NULL */
-	hutch_fs_type type;    /* find, ls */
-	uint64_t size;         /* ls */
-	const char *target;    /* ls: a symlink's target; else NULL */
-	uint64_t line;         /* grep: 1-based line number; else 0 */
-	const char *text;      /* grep: the matching line (capped); else NULL */
+	const char *path;   /* relative to /workspace */
+	const char *name;   /* ls: the entry's name; else NULL */
+	hutch_fs_type type; /* find, ls */
+	uint64_t size;	    /* ls */
+	const char *target; /* ls: a symlink's target; else NULL */
+	uint64_t line;	    /* grep: 1-based line number; else 0 */
+	const char *text;   /* grep: the matching line (capped); else NULL */
 } hutch_fs_entry;
 
 typedef struct hutch_fs_result hutch_fs_result;
@@ -144,9 +147,8 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *session,
 		  const hutch_fs_options *opts, hutch_error **err);
 
 /* The entries of a directory (NULL: the workspace), sorted by name. */
-int hutch_fs_ls(hutch_fs_result **out, hutch_session *session,
-		const char *path, const hutch_fs_options *opts,
-		hutch_error **err);
+int hutch_fs_ls(hutch_fs_result **out, hutch_session *session, const char *path,
+		const hutch_fs_options *opts, hutch_error **err);
 
 /* The whole result as one JSON object (NUL-terminated, borrowed): what the
  * CLI's --json prints and the MCP server returns. */

@@ -41,23 +41,23 @@ typedef struct hutch_session hutch_session;
 #define HUTCH_SESSION_OPTIONS_VERSION 1
 
 typedef struct {
-	unsigned int version;    /* HUTCH_SESSION_OPTIONS_VERSION */
-	const char *image;       /* NULL: $HUTCH_IMAGE, then the default image */
-	const char *workspace;   /* host directory to bind mount, or NULL */
-	const char *const *env;  /* "K=V" strings for the container, or NULL */
+	unsigned int version;	/* HUTCH_SESSION_OPTIONS_VERSION */
+	const char *image;	/* NULL: $HUTCH_IMAGE, then the default image */
+	const char *workspace;	/* host directory to bind mount, or NULL */
+	const char *const *env; /* "K=V" strings for the container, or NULL */
 	size_t env_count;
 	/* Lockdown.  0 / NULL: what the session recorded, else the default. */
-	const char *user;        /* "NAME", "UID" or "UID:GID"; "root" allowed */
-	int64_t memory;          /* bytes, at least HUTCH_SESSION_MIN_MEMORY */
-	int64_t nano_cpus;       /* 1000000000 = one CPU, at least 10000000 */
-	int64_t pids;            /* at least HUTCH_SESSION_MIN_PIDS */
+	const char *user;  /* "NAME", "UID" or "UID:GID"; "root" allowed */
+	int64_t memory;	   /* bytes, at least HUTCH_SESSION_MIN_MEMORY */
+	int64_t nano_cpus; /* 1000000000 = one CPU, at least 10000000 */
+	int64_t pids;	   /* at least HUTCH_SESSION_MIN_PIDS */
 	const char *const *cap_add; /* names ("NET_RAW" or "CAP_NET_RAW");
 				       non-NULL with count 0: explicitly none */
 	size_t cap_add_count;
-	const char *network;     /* an engine network; "none" is the default */
-	int read_only;           /* 1: read-only root filesystem (writable /tmp
+	const char *network; /* an engine network; "none" is the default */
+	int read_only;	     /* 1: read-only root filesystem (writable /tmp
 				    and /workspace), -1: writable, 0: unset */
-	int recreate;            /* 1: an existing container whose record
+	int recreate;	     /* 1: an existing container whose record
 				    differs from these options is replaced
 				    (the workspace is kept) */
 	/* Secrets, "NAME=VALUE" (see hutch_session_set_secrets).  Never
@@ -66,16 +66,18 @@ typedef struct {
 	size_t secret_count;
 } hutch_session_options;
 
-#define HUTCH_SESSION_DEFAULT_MEMORY (2LL << 30)        /* 2 GiB */
-#define HUTCH_SESSION_DEFAULT_NANO_CPUS 1000000000LL    /* one CPU */
+#define HUTCH_SESSION_DEFAULT_MEMORY (2LL << 30)     /* 2 GiB */
+#define HUTCH_SESSION_DEFAULT_NANO_CPUS 1000000000LL /* one CPU */
 #define HUTCH_SESSION_DEFAULT_PIDS 1024
 #define HUTCH_SESSION_DEFAULT_USER "1000:1000"
-#define HUTCH_SESSION_MIN_MEMORY (6LL << 20)            /* Docker's floor */
+#define HUTCH_SESSION_MIN_MEMORY (6LL << 20) /* Docker's floor */
 #define HUTCH_SESSION_MIN_PIDS 16
 
-#define HUTCH_SESSION_OPTIONS_INIT \
-	{ HUTCH_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, 0, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, 0 }
+#define HUTCH_SESSION_OPTIONS_INIT                                           \
+	{                                                                    \
+		HUTCH_SESSION_OPTIONS_VERSION, NULL, NULL, NULL, 0, NULL, 0, \
+			0, 0, NULL, 0, NULL, 0, 0, NULL, 0                   \
+	}
 
 /* The default image when neither the options nor $HUTCH_IMAGE name one. */
 const char *hutch_default_image(void);
@@ -148,20 +150,20 @@ int hutch_session_ensure(hutch_session *session, int *created,
 			 hutch_error **err);
 
 typedef struct {
-	char *name;         /* session name */
-	char *container;    /* container name, or NULL when there is none */
-	char *id;           /* container id, or NULL */
+	char *name;	 /* session name */
+	char *container; /* container name, or NULL when there is none */
+	char *id;	 /* container id, or NULL */
 	char *image;
-	char *state;        /* "running", "exited", ..., or "absent" */
-	char *workspace;    /* host directory, or "volume:NAME" */
+	char *state;	 /* "running", "exited", ..., or "absent" */
+	char *workspace; /* host directory, or "volume:NAME" */
 	char *hutch_version;
-	long long created;  /* unix seconds the session was created */
+	long long created; /* unix seconds the session was created */
 	/* The recorded lockdown; NULL / -1 for a session made before it. */
-	char *user;         /* as the container was created with it */
+	char *user; /* as the container was created with it */
 	int64_t memory, nano_cpus, pids;
-	char *cap_add;      /* comma-separated, "" for none */
+	char *cap_add; /* comma-separated, "" for none */
 	char *network;
-	int read_only;      /* 1, 0, or -1 */
+	int read_only; /* 1, 0, or -1 */
 	/* When the session was last used, unix seconds: 0 from
 	 * hutch_session_list and hutch_session_inspect (it costs requests
 	 * of its own), set by hutch_session_last_used. */
@@ -207,31 +209,34 @@ int hutch_session_last_used(hutch_engine *engine, hutch_session_info *info,
 #define HUTCH_GC_OPTIONS_VERSION 1
 
 typedef struct {
-	unsigned int version;    /* HUTCH_GC_OPTIONS_VERSION */
-	long long idle;          /* seconds: sessions unused for longer go;
+	unsigned int version; /* HUTCH_GC_OPTIONS_VERSION */
+	long long idle;	      /* seconds: sessions unused for longer go;
 				    0: every session not in use right now */
-	const char *match;       /* glob over session names ("ci-*"), or
+	const char *match;    /* glob over session names ("ci-*"), or
 				    NULL for every session on the engine */
-	int dry_run;             /* 1: say what would go, remove nothing */
+	int dry_run;	      /* 1: say what would go, remove nothing */
 } hutch_gc_options;
 
-#define HUTCH_GC_OPTIONS_INIT { HUTCH_GC_OPTIONS_VERSION, 0, NULL, 0 }
+#define HUTCH_GC_OPTIONS_INIT                        \
+	{                                            \
+		HUTCH_GC_OPTIONS_VERSION, 0, NULL, 0 \
+	}
 
 typedef enum {
-	HUTCH_GC_KEPT,           /* used more recently than `idle` */
-	HUTCH_GC_REMOVED,        /* removed (container and owned volumes) */
-	HUTCH_GC_WOULD_REMOVE,   /* dry run: would have been removed */
-	HUTCH_GC_BUSY,           /* idle, but a command runs in it: kept */
-	HUTCH_GC_FAILED,         /* could not be checked or removed */
+	HUTCH_GC_KEPT,	       /* used more recently than `idle` */
+	HUTCH_GC_REMOVED,      /* removed (container and owned volumes) */
+	HUTCH_GC_WOULD_REMOVE, /* dry run: would have been removed */
+	HUTCH_GC_BUSY,	       /* idle, but a command runs in it: kept */
+	HUTCH_GC_FAILED,       /* could not be checked or removed */
 } hutch_gc_action;
 
 typedef struct {
-	const char *name;        /* the session's name */
-	const char *kind;        /* "session", or "agent-volume" for a left-over
+	const char *name;    /* the session's name */
+	const char *kind;    /* "session", or "agent-volume" for a left-over
 				    system volume ("hutch_NAME") whose session
 				    is gone */
-	long long last_used;     /* unix seconds */
-	long long idle;          /* seconds since then */
+	long long last_used; /* unix seconds */
+	long long idle;	     /* seconds since then */
 	hutch_gc_action action;
 	const hutch_error *error; /* HUTCH_GC_FAILED: why; else NULL */
 } hutch_gc_entry;

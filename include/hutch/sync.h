@@ -47,15 +47,15 @@ extern "C" {
 /* What a sync moved.  Counts are of entries; directories excluded by a
  * pattern count once and are not descended. */
 typedef struct {
-	uint64_t files;         /* regular files */
-	uint64_t dirs;          /* directories (not the top one) */
+	uint64_t files; /* regular files */
+	uint64_t dirs;	/* directories (not the top one) */
 	uint64_t symlinks;
-	uint64_t hardlinks;     /* sync-out: hard links made */
-	uint64_t skipped;       /* sockets, fifos, devices: not copied */
-	uint64_t excluded;      /* sync-in: entries matched by an exclude */
-	uint64_t bytes;         /* contents of regular files */
+	uint64_t hardlinks;	/* sync-out: hard links made */
+	uint64_t skipped;	/* sockets, fifos, devices: not copied */
+	uint64_t excluded;	/* sync-in: entries matched by an exclude */
+	uint64_t bytes;		/* contents of regular files */
 	uint64_t archive_bytes; /* tar bytes that went through the engine */
-	uint64_t duration_ms;   /* wall time of the whole call */
+	uint64_t duration_ms;	/* wall time of the whole call */
 } hutch_sync_stats;
 
 /* Called on the calling thread while data flows, at most ten times a
@@ -67,7 +67,7 @@ typedef int (*hutch_sync_progress_cb)(const hutch_sync_stats *stats,
 #define HUTCH_SYNC_OPTIONS_VERSION 1
 
 typedef struct {
-	unsigned int version;           /* HUTCH_SYNC_OPTIONS_VERSION */
+	unsigned int version; /* HUTCH_SYNC_OPTIONS_VERSION */
 	/* sync-in: glob.h patterns of entries to leave out, matched against
 	 * the path relative to the host directory ("*.o", "node_modules",
 	 * "build/out").  Borrowed; ignored by sync-out. */
@@ -75,11 +75,13 @@ typedef struct {
 	size_t exclude_count;
 	hutch_sync_progress_cb progress; /* may be NULL */
 	void *payload;
-	hutch_cancel *cancel;           /* may be NULL; borrowed */
+	hutch_cancel *cancel; /* may be NULL; borrowed */
 } hutch_sync_options;
 
-#define HUTCH_SYNC_OPTIONS_INIT \
-	{ HUTCH_SYNC_OPTIONS_VERSION, NULL, 0, NULL, NULL, NULL }
+#define HUTCH_SYNC_OPTIONS_INIT                                       \
+	{                                                             \
+		HUTCH_SYNC_OPTIONS_VERSION, NULL, 0, NULL, NULL, NULL \
+	}
 
 /*
  * Copy the contents of `hostdir` into the session's /workspace.  The

@@ -19,29 +19,30 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define AGENT_PREFIX		"hutch-agent: "
+#define AGENT_PREFIX "hutch-agent: "
 
 /* The session's last-used record: its mtime (main.c, agent_mark_used).
  * The directory comes with the agent (src/lib/agent_blob.c); the library
  * reads the file as HUTCH_LAST_USED_PATH. */
-#define AGENT_USE_FILE		"/.hutch/use/last-used"
+#define AGENT_USE_FILE "/.hutch/use/last-used"
 
 /* Tags are [A-Za-z0-9_-]{1,64}; they appear verbatim in /proc/PID/cmdline. */
-#define AGENT_TAG_MAX		64
+#define AGENT_TAG_MAX 64
 
 /* The line "run" writes on stderr when the kernel's OOM killer acted in the
  * container while the command ran; exec.c looks for it. */
-#define AGENT_OOM_LINE "hutch: out of memory: the session reached its memory " \
+#define AGENT_OOM_LINE                                          \
+	"hutch: out of memory: the session reached its memory " \
 	"limit and the kernel killed a process while this command ran"
 
 /* Exit codes shared with the hutch library. */
-#define AGENT_EXIT_FAIL		1	/* kill: tree could not be emptied */
-#define AGENT_EXIT_USAGE	2	/* bad command line */
-#define AGENT_EXIT_NOTFOUND	3	/* kill: no run agent with that tag */
-#define AGENT_EXIT_DEADLINE	124	/* run: --deadline-ms expired */
-#define AGENT_EXIT_INTERNAL	125	/* run: the agent itself failed */
-#define AGENT_EXIT_NOEXEC	126	/* run: command found but not runnable */
-#define AGENT_EXIT_NOTFOUND_CMD	127	/* run: command not found */
+#define AGENT_EXIT_FAIL 1	    /* kill: tree could not be emptied */
+#define AGENT_EXIT_USAGE 2	    /* bad command line */
+#define AGENT_EXIT_NOTFOUND 3	    /* kill: no run agent with that tag */
+#define AGENT_EXIT_DEADLINE 124	    /* run: --deadline-ms expired */
+#define AGENT_EXIT_INTERNAL 125	    /* run: the agent itself failed */
+#define AGENT_EXIT_NOEXEC 126	    /* run: command found but not runnable */
+#define AGENT_EXIT_NOTFOUND_CMD 127 /* run: command not found */
 
 /* main.c */
 void agent_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -58,7 +59,7 @@ int agent_seccomp_install(void);
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
 int agent_kill(int argc, char **argv);
-int agent_fs(int argc, char **argv);	/* fs.c: confined file tools */
+int agent_fs(int argc, char **argv); /* fs.c: confined file tools */
 
 /*
  * proctree.c: SIGSTOP then SIGKILL every descendant of @root (never @root

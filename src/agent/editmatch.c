@@ -16,11 +16,11 @@
 #include "editmatch.h"
 #include "utf8.h"
 
-#define CLOSEST_BUDGET	50000000u	/* line and byte comparisons for near misses */
-#define CLOSEST_SIDE	64		/* bytes compared at each end of a line */
-#define CLOSEST_COLS	500		/* bytes shown of each near-miss line */
-#define REINDENT_PAIRS	64		/* distinct indentations remembered */
-#define HASH_BASE	1099511628211ull
+#define CLOSEST_BUDGET 50000000u /* line and byte comparisons for near misses */
+#define CLOSEST_SIDE 64		 /* bytes compared at each end of a line */
+#define CLOSEST_COLS 500	 /* bytes shown of each near-miss line */
+#define REINDENT_PAIRS 64	 /* distinct indentations remembered */
+#define HASH_BASE 1099511628211ull
 
 const char *em_match_name(enum em_match m)
 {
@@ -50,7 +50,7 @@ void em_result_free(struct em_result *res)
 struct ob {
 	char *p;
 	size_t len, cap;
-	int err;	/* EM_TOOBIG or EM_NOMEM once something failed */
+	int err; /* EM_TOOBIG or EM_NOMEM once something failed */
 };
 
 static void ob_put(struct ob *o, const char *s, size_t n)
@@ -86,9 +86,9 @@ static void ob_put(struct ob *o, const char *s, size_t n)
 struct lines {
 	const char *b;
 	size_t len;
-	size_t n;		/* lines; a last line without "\n" counts */
-	size_t *start;		/* n + 1 entries, start[n] == len */
-	uint64_t *hash;		/* per line, of the trimmed content */
+	size_t n;	/* lines; a last line without "\n" counts */
+	size_t *start;	/* n + 1 entries, start[n] == len */
+	uint64_t *hash; /* per line, of the trimmed content */
 };
 
 static void lines_free(struct lines *l)
@@ -193,14 +193,14 @@ struct ctx {
 	const char *buf, *old, *new_text;
 	size_t len, olen, nlen;
 	enum em_match level;
-	bool old_nl;		/* OLD ends with "\n" */
-	struct lines fl, ol;	/* file and OLD lines (line levels) */
+	bool old_nl;	     /* OLD ends with "\n" */
+	struct lines fl, ol; /* file and OLD lines (line levels) */
 };
 
 struct match {
-	size_t rs, re;		/* region [rs, re) of the file */
-	size_t line;		/* 0-based first line */
-	size_t j;		/* line levels: index of the first line */
+	size_t rs, re; /* region [rs, re) of the file */
+	size_t line;   /* 0-based first line */
+	size_t j;      /* line levels: index of the first line */
 };
 
 typedef int (*match_fn)(struct ctx *c, const struct match *m, void *arg);
@@ -297,8 +297,8 @@ static int scan_lines(struct ctx *c, match_fn fn, void *arg)
 
 static int scan(struct ctx *c, match_fn fn, void *arg)
 {
-	return c->level == EM_MATCH_EXACT ? scan_exact(c, fn, arg)
-					  : scan_lines(c, fn, arg);
+	return c->level == EM_MATCH_EXACT ? scan_exact(c, fn, arg) :
+					    scan_lines(c, fn, arg);
 }
 
 static int count_cb(struct ctx *c, const struct match *m, void *arg)
@@ -355,12 +355,11 @@ struct indent_map {
 		const char *from, *to;
 		size_t flen, tlen;
 	} pair[REINDENT_PAIRS];
-	const char *ocommon, *fcommon;	/* common leading blanks */
+	const char *ocommon, *fcommon; /* common leading blanks */
 	size_t oclen, fclen;
 };
 
-static size_t common_prefix(const char *a, size_t an, const char *b,
-			    size_t bn)
+static size_t common_prefix(const char *a, size_t an, const char *b, size_t bn)
 {
 	size_t i = 0;
 
@@ -386,7 +385,7 @@ static void indent_learn(const struct ctx *c, size_t j, struct indent_map *im)
 		fl = lead_len(c->buf + a, e - a);
 		ol = lead_len(c->old + oa, oe - oa);
 		if (ol == oe - oa)
-			continue;	/* blank: says nothing */
+			continue; /* blank: says nothing */
 		if (first) {
 			im->ocommon = c->old + oa;
 			im->oclen = ol;
@@ -425,7 +424,7 @@ static void put_reindented(struct ob *o, const struct indent_map *im,
 		ll = (size_t)(nl - line);
 		lead = lead_len(line, ll);
 		if (lead == ll || line[lead] == '\n' || line[lead] == '\r') {
-			put_eol(o, line, ll, crlf);	/* blank line */
+			put_eol(o, line, ll, crlf); /* blank line */
 			continue;
 		}
 		for (p = 0; p < im->n; p++)
@@ -448,7 +447,7 @@ static void put_reindented(struct ob *o, const struct indent_map *im,
 
 struct build {
 	struct ob o;
-	size_t prev;	/* end of the last region copied over */
+	size_t prev; /* end of the last region copied over */
 };
 
 static int build_cb(struct ctx *c, const struct match *m, void *arg)
@@ -572,8 +571,12 @@ static bool old_has_text(const char *old, size_t olen)
 int em_edit(const char *buf, size_t len, const char *old, size_t olen,
 	    const char *new_text, size_t nlen, bool all, struct em_result *res)
 {
-	struct ctx c = { .buf = buf, .old = old, .new_text = new_text,
-			 .len = len, .olen = olen, .nlen = nlen };
+	struct ctx c = { .buf = buf,
+			 .old = old,
+			 .new_text = new_text,
+			 .len = len,
+			 .olen = olen,
+			 .nlen = nlen };
 	struct build b = { { 0 }, 0 };
 	bool lines_ready = false;
 	int rc, level;

@@ -23,17 +23,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define EM_MAX_LINES	100		/* line numbers reported */
-#define EM_OUT_MAX	(64u << 20)	/* largest file an edit may produce */
-#define EM_CLOSEST_MAX	10		/* lines shown for a near miss */
+#define EM_MAX_LINES 100       /* line numbers reported */
+#define EM_OUT_MAX (64u << 20) /* largest file an edit may produce */
+#define EM_CLOSEST_MAX 10      /* lines shown for a near miss */
 
 /* Return codes of em_edit(). */
-#define EM_OK		0
-#define EM_NOMATCH	(-1)	/* res->closest may say where it almost was */
-#define EM_AMBIGUOUS	(-2)	/* res->count matches, lines in res->lines */
-#define EM_INVALID	(-3)	/* empty OLD, or OLD == NEW */
-#define EM_TOOBIG	(-4)	/* the result would pass EM_OUT_MAX */
-#define EM_NOMEM	(-5)
+#define EM_OK 0
+#define EM_NOMATCH (-1)	  /* res->closest may say where it almost was */
+#define EM_AMBIGUOUS (-2) /* res->count matches, lines in res->lines */
+#define EM_INVALID (-3)	  /* empty OLD, or OLD == NEW */
+#define EM_TOOBIG (-4)	  /* the result would pass EM_OUT_MAX */
+#define EM_NOMEM (-5)
 
 enum em_match {
 	EM_MATCH_EXACT,
@@ -43,13 +43,13 @@ enum em_match {
 
 struct em_result {
 	enum em_match match;
-	size_t count;			/* matches replaced, or found (ambiguous) */
-	size_t nlines;			/* entries used in lines[] */
-	size_t lines[EM_MAX_LINES];	/* 1-based start lines in the original */
-	char *out;			/* EM_OK: the new file, owned, malloc() */
+	size_t count;		    /* matches replaced, or found (ambiguous) */
+	size_t nlines;		    /* entries used in lines[] */
+	size_t lines[EM_MAX_LINES]; /* 1-based start lines in the original */
+	char *out;		    /* EM_OK: the new file, owned, malloc() */
 	size_t out_len;
-	size_t closest_line;		/* EM_NOMATCH: 1-based, 0 = none */
-	char *closest;			/* "%6d\t%s" lines joined by "\n", owned */
+	size_t closest_line; /* EM_NOMATCH: 1-based, 0 = none */
+	char *closest;	     /* "%6d\t%s" lines joined by "\n", owned */
 };
 
 /* "exact", "whitespace" or "indentation". */

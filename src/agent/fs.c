@@ -34,37 +34,37 @@
 #include "jsonw.h"
 #include "utf8.h"
 
-#define FS_DEFAULT_ROOT		"/workspace"
-#define STAGE_DIR_DEFAULT	"/.hutch"
+#define FS_DEFAULT_ROOT "/workspace"
+#define STAGE_DIR_DEFAULT "/.hutch"
 
-#define READ_LIMIT_DEFAULT	2000
-#define READ_BYTES_DEFAULT	(256 << 10)
-#define READ_BYTES_MAX		(4 << 20)
-#define EDIT_MAX		(16 << 20)
-#define GREP_MAX_DEFAULT	200
-#define FIND_MAX_DEFAULT	1000
-#define LS_MAX_DEFAULT		1000
-#define LIST_MAX		100000	/* largest --max accepted */
-#define INCLUDE_MAX		64	/* --include options */
+#define READ_LIMIT_DEFAULT 2000
+#define READ_BYTES_DEFAULT (256 << 10)
+#define READ_BYTES_MAX (4 << 20)
+#define EDIT_MAX (16 << 20)
+#define GREP_MAX_DEFAULT 200
+#define FIND_MAX_DEFAULT 1000
+#define LS_MAX_DEFAULT 1000
+#define LIST_MAX 100000 /* largest --max accepted */
+#define INCLUDE_MAX 64	/* --include options */
 
-#define OUT_MAX			((8 << 20) - 4096)	/* whole answer */
-#define OUT_SOFT		(6 << 20)	/* no new list entry past this */
-#define WALK_DEPTH		64
-#define DIR_ENTRIES_MAX		65536	/* names sorted per directory */
-#define BINARY_PROBE		8192
-#define CHUNK			65536
-#define GREP_PIECE		65536	/* longer lines are matched in pieces */
-#define GREP_TEXT_MAX		500
+#define OUT_MAX ((8 << 20) - 4096) /* whole answer */
+#define OUT_SOFT (6 << 20)	   /* no new list entry past this */
+#define WALK_DEPTH 64
+#define DIR_ENTRIES_MAX 65536 /* names sorted per directory */
+#define BINARY_PROBE 8192
+#define CHUNK 65536
+#define GREP_PIECE 65536 /* longer lines are matched in pieces */
+#define GREP_TEXT_MAX 500
 #define LOCK_WAIT_MS 15000 /* for another writer of the file */
 #define EDIT_TRIES 4	   /* reads when the file changes under us */
 
-#define EXIT_OK			0
-#define EXIT_TOOL		1
+#define EXIT_OK 0
+#define EXIT_TOOL 1
 
 struct fs_opts {
 	const char *tool;
 	const char *root;
-	const char *stage_dir;		/* staged files live under it */
+	const char *stage_dir; /* staged files live under it */
 	const char *pos[2];
 	int npos;
 	const char *offset, *limit, *max_bytes, *max, *type;
@@ -78,7 +78,7 @@ struct fs {
 	struct fs_opts o;
 	struct fsp_root root;
 	struct jsonw out;
-	int from_fd, old_fd, new_fd;	/* staged files, already unlinked */
+	int from_fd, old_fd, new_fd; /* staged files, already unlinked */
 };
 
 /* --- answers ------------------------------------------------------------ */
@@ -93,8 +93,8 @@ static int emit(struct fs *fs, int code)
 }
 
 /* Start an error object; the caller may add members, then fail_end(). */
-__attribute__((format(printf, 3, 4)))
-static void fail_begin(struct fs *fs, const char *code, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+fail_begin(struct fs *fs, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -123,7 +123,7 @@ static int fail_end(struct fs *fs, int exit_code)
 	return emit(fs, exit_code);
 }
 
-#define fail(fs, code, ...) \
+#define fail(fs, code, ...)                 \
 	(fail_begin(fs, code, __VA_ARGS__), \
 	 fail_end(fs, strcmp(code, "usage") ? EXIT_TOOL : AGENT_EXIT_USAGE))
 
@@ -153,8 +153,9 @@ static int fail_path(struct fs *fs, const char *path, int rc)
 /* --- options ------------------------------------------------------------- */
 
 static const char *const value_opts[] = {
-	"--root", "--stage-dir", "--offset", "--limit", "--max-bytes", "--from",
-	"--old-from", "--new-from", "--include", "--max", "--type",
+	"--root",      "--stage-dir", "--offset",   "--limit",
+	"--max-bytes", "--from",      "--old-from", "--new-from",
+	"--include",   "--max",	      "--type",
 };
 
 static const char **opt_slot(struct fs_opts *o, const char *name)
@@ -213,8 +214,8 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 		if (opts && arg[0] == '-' && arg[1]) {
 			eq = strchr(arg, '=');
 			nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-			for (k = 0; k < sizeof(value_opts) / sizeof(*value_opts);
-			     k++)
+			for (k = 0;
+			     k < sizeof(value_opts) / sizeof(*value_opts); k++)
 				if (strlen(value_opts[k]) == nlen &&
 				    !strncmp(arg, value_opts[k], nlen))
 					break;
@@ -287,7 +288,8 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 	*max_pos = (grep || find) ? 2 : 1;
 	if (o->npos < *min_pos)
 		return grep ? "grep needs a PATTERN" :
-		       find ? "find needs a GLOB" : "a PATH is needed";
+		       find ? "find needs a GLOB" :
+			      "a PATH is needed";
 	if (o->npos > *max_pos)
 		return "too many arguments";
 	return NULL;
@@ -305,7 +307,7 @@ static int parse_num(const char *s, long long lo, long long hi, bool clamp,
 		if (*s < '0' || *s > '9')
 			return -1;
 		if (v > (LLONG_MAX - 9) / 10)
-			v = LLONG_MAX / 10;	/* saturate, stays > hi */
+			v = LLONG_MAX / 10; /* saturate, stays > hi */
 		else
 			v = v * 10 + (*s - '0');
 	}
@@ -351,11 +353,11 @@ static bool staged_ok(const char *dir, const char *p)
 /* Texts small enough travel in the exec's environment instead of a file
  * (saving the engine's archive round trip): "env:NAME" names a variable
  * HUTCH_FS_* holding the text in base64. */
-#define ENV_SOURCE	"env:"
+#define ENV_SOURCE "env:"
 
 /* A pipe holds this much without a reader; the library keeps environment
  * texts below it (48 KiB decoded). */
-#define ENV_TEXT_PIPE_MAX	(60 * 1024)
+#define ENV_TEXT_PIPE_MAX (60 * 1024)
 
 /* Decode the base64 text of variable @name into a memfd positioned at 0
  * (or, where memfd_create is filtered, a pipe already holding it): the fd
@@ -390,7 +392,7 @@ static int env_text_fd(const char *name)
 	if (n && write(fd, out, n) != (ssize_t)n)
 		goto fail;
 	if (p[0] >= 0) {
-		close(p[1]);	/* the reader sees the end of the text */
+		close(p[1]); /* the reader sees the end of the text */
 		return p[0];
 	}
 	if (lseek(fd, 0, SEEK_SET) != 0)
@@ -412,14 +414,17 @@ static const char *take_staged(struct fs *fs)
 	for (int i = 0; i < 3; i++) {
 		if (!paths[i])
 			continue;
-		if (strncmp(paths[i], ENV_SOURCE, sizeof(ENV_SOURCE) - 1) == 0) {
-			*fds[i] = env_text_fd(paths[i] + sizeof(ENV_SOURCE) - 1);
+		if (strncmp(paths[i], ENV_SOURCE, sizeof(ENV_SOURCE) - 1) ==
+		    0) {
+			*fds[i] =
+				env_text_fd(paths[i] + sizeof(ENV_SOURCE) - 1);
 			if (*fds[i] < 0)
 				bad = paths[i];
 			continue;
 		}
-		if (!staged_ok(fs->o.stage_dir ? fs->o.stage_dir
-					       : STAGE_DIR_DEFAULT, paths[i])) {
+		if (!staged_ok(fs->o.stage_dir ? fs->o.stage_dir :
+						 STAGE_DIR_DEFAULT,
+			       paths[i])) {
 			bad = paths[i];
 			continue;
 		}
@@ -640,7 +645,8 @@ static void temp_name(char *out, size_t cap, const char *name)
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		for (size_t i = 0; i < sizeof(rnd); i++)
-			rnd[i] = (unsigned char)((unsigned long)ts.tv_nsec >> (i * 5)) ^
+			rnd[i] = (unsigned char)((unsigned long)ts.tv_nsec >>
+						 (i * 5)) ^
 				 (unsigned char)getpid();
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
@@ -680,7 +686,8 @@ static int replace_file(int dirfd, const char *name, int src_fd,
 	for (tries = 0; tries < 16; tries++) {
 		temp_name(tmp, sizeof(tmp), name);
 		fd = openat(dirfd, tmp,
-			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
 			    0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
@@ -749,13 +756,13 @@ out:
 /* --- read ----------------------------------------------------------------- */
 
 struct reader {
-	long long offset, limit;	/* 1-based first line, line count */
+	long long offset, limit; /* 1-based first line, line count */
 	size_t max_bytes;
 	char *content;
-	size_t clen, enc;		/* raw bytes, JSON cost so far */
-	long long line;			/* current line, 1-based */
-	long long lines;		/* lines returned */
-	size_t line_start;		/* clen where the current line began */
+	size_t clen, enc;  /* raw bytes, JSON cost so far */
+	long long line;	   /* current line, 1-based */
+	long long lines;   /* lines returned */
+	size_t line_start; /* clen where the current line began */
 	bool collecting, truncated;
 	long long next_offset;
 };
@@ -789,7 +796,7 @@ static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 			r->truncated = true;
 			r->next_offset = r->line + 1;
 		} else {
-			r->clen = r->line_start;	/* drop the partial line */
+			r->clen = r->line_start; /* drop the partial line */
 			r->collecting = false;
 			r->truncated = true;
 			r->next_offset = r->line;
@@ -809,8 +816,10 @@ static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 static int tool_read(struct fs *fs)
 {
 	const char *path = fs->o.npos ? fs->o.pos[0] : ".";
-	struct reader r = { .offset = 1, .limit = READ_LIMIT_DEFAULT,
-			    .max_bytes = READ_BYTES_DEFAULT, .line = 1,
+	struct reader r = { .offset = 1,
+			    .limit = READ_LIMIT_DEFAULT,
+			    .max_bytes = READ_BYTES_DEFAULT,
+			    .line = 1,
 			    .collecting = true };
 	unsigned long long size = 0;
 	long long total, v;
@@ -832,8 +841,10 @@ static int tool_read(struct fs *fs)
 		goto out;
 	}
 	if (fs->o.max_bytes) {
-		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) < 0) {
-			rc = fail(fs, "invalid", "--max-bytes wants a number >= 1");
+		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) <
+		    0) {
+			rc = fail(fs, "invalid",
+				  "--max-bytes wants a number >= 1");
 			goto out;
 		}
 		r.max_bytes = (size_t)v;
@@ -860,7 +871,8 @@ static int tool_read(struct fs *fs)
 	}
 	for (;;) {
 		/* The first read fills the binary probe entirely. */
-		n = size == 0 ? read_full(fd, buf, CHUNK) : read(fd, buf, CHUNK);
+		n = size == 0 ? read_full(fd, buf, CHUNK) :
+				read(fd, buf, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -870,10 +882,12 @@ static int tool_read(struct fs *fs)
 		if (n == 0)
 			break;
 		if (size == 0 &&
-		    memchr(buf, '\0', (size_t)n < BINARY_PROBE ? (size_t)n
-							       : BINARY_PROBE)) {
-			rc = fail(fs, "binary", "'%s' is a binary file (%lld bytes)",
-				  path, (long long)st.st_size);
+		    memchr(buf, '\0',
+			   (size_t)n < BINARY_PROBE ? (size_t)n :
+						      BINARY_PROBE)) {
+			rc = fail(fs, "binary",
+				  "'%s' is a binary file (%lld bytes)", path,
+				  (long long)st.st_size);
 			goto out;
 		}
 		size += (unsigned long long)n;
@@ -891,7 +905,7 @@ static int tool_read(struct fs *fs)
 	total = r.line - 1 + (size && !last_nl ? 1 : 0);
 	if (!last_nl && size && r.collecting && r.line >= r.offset &&
 	    r.clen > r.line_start)
-		r.lines++;	/* the unterminated last line was taken */
+		r.lines++; /* the unterminated last line was taken */
 	if (!r.truncated && r.offset + r.lines <= total) {
 		r.truncated = true;
 		r.next_offset = r.offset + r.lines;
@@ -1177,7 +1191,8 @@ again:
 		rc = fail_end(fs, EXIT_TOOL);
 		goto out;
 	case EM_INVALID:
-		rc = fail(fs, "invalid", "the old text is empty or the same "
+		rc = fail(fs, "invalid",
+			  "the old text is empty or the same "
 			  "as the new one");
 		goto out;
 	case EM_TOOBIG:
@@ -1229,10 +1244,10 @@ struct walker {
 	void *arg;
 	bool skip_git;
 	bool stop;
-	bool truncated;			/* a directory had too many entries */
+	bool truncated; /* a directory had too many entries */
 	long long skipped_deep;
 	char rel[PATH_MAX];
-	size_t sub_off;			/* where `sub` starts in rel */
+	size_t sub_off; /* where `sub` starts in rel */
 };
 
 static int cmp_names(const void *a, const void *b)
@@ -1330,7 +1345,7 @@ static void walk_dir(struct walker *wk, int dfd, int depth)
 		wk->truncated = true;
 	for (i = 0; i < n && !wk->stop; i++) {
 		if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;	/* gone meanwhile */
+			continue; /* gone meanwhile */
 		if (wk->skip_git && S_ISDIR(st.st_mode) &&
 		    !strcmp(names[i], ".git"))
 			continue;
@@ -1345,8 +1360,9 @@ static void walk_dir(struct walker *wk, int dfd, int depth)
 				/* O_NOFOLLOW|O_DIRECTORY: a directory swapped
 				 * for a symlink is refused, not followed. */
 				cfd = openat(pfd, names[i],
-					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						     O_NONBLOCK | O_CLOEXEC);
+					     O_RDONLY | O_DIRECTORY |
+						     O_NOFOLLOW | O_NONBLOCK |
+						     O_CLOEXEC);
 				if (cfd >= 0)
 					walk_dir(wk, cfd, depth + 1);
 			}
@@ -1405,11 +1421,11 @@ struct grep {
 	regex_t re;
 	long long max, count, files;
 	bool truncated;
-	char *buf;		/* CHUNK */
-	char *piece;		/* GREP_PIECE + 1 */
+	char *buf;   /* CHUNK */
+	char *piece; /* GREP_PIECE + 1 */
 	size_t plen;
-	int npiece;		/* pieces of the current line so far */
-	bool line_done;		/* the current line already matched */
+	int npiece;	/* pieces of the current line so far */
+	bool line_done; /* the current line already matched */
 	long long line;
 };
 
@@ -1431,7 +1447,7 @@ static void grep_add(struct walker *wk, struct grep *g, const char *rel,
 		char tmp[GREP_TEXT_MAX + 4];
 
 		memcpy(tmp, text, cut);
-		memcpy(tmp + cut, "\xe2\x80\xa6", 3);	/* "..." as one char */
+		memcpy(tmp + cut, "\xe2\x80\xa6", 3); /* "..." as one char */
 		jsonw_str(w, "text", tmp, cut + 3);
 	} else {
 		jsonw_str(w, "text", text, n);
@@ -1452,7 +1468,7 @@ static void grep_piece(struct walker *wk, struct grep *g, const char *rel,
 
 	if (!g->line_done && (n || g->npiece == 0)) {
 		if (eol && n && g->piece[n - 1] == '\r')
-			n--;	/* CRLF files: "$" still matches */
+			n--; /* CRLF files: "$" still matches */
 		g->piece[n] = '\0';
 		if (g->npiece > 0)
 			flags |= REG_NOTBOL;
@@ -1467,8 +1483,7 @@ static void grep_piece(struct walker *wk, struct grep *g, const char *rel,
 	g->npiece++;
 }
 
-static void grep_fd(struct walker *wk, struct grep *g, int fd,
-		    const char *rel)
+static void grep_fd(struct walker *wk, struct grep *g, int fd, const char *rel)
 {
 	char *p, *end, *nl;
 	size_t take;
@@ -1480,18 +1495,18 @@ static void grep_fd(struct walker *wk, struct grep *g, int fd,
 	g->npiece = 0;
 	g->line_done = false;
 	for (;;) {
-		n = first ? read_full(fd, g->buf, CHUNK)
-			  : read(fd, g->buf, CHUNK);
+		n = first ? read_full(fd, g->buf, CHUNK) :
+			    read(fd, g->buf, CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		if (first) {
 			first = false;
-			if (memchr(g->buf, '\0', (size_t)n < BINARY_PROBE
-							 ? (size_t)n
-							 : BINARY_PROBE))
-				return;	/* binary: skipped, not counted */
+			if (memchr(g->buf, '\0',
+				   (size_t)n < BINARY_PROBE ? (size_t)n :
+							      BINARY_PROBE))
+				return; /* binary: skipped, not counted */
 			g->files++;
 		}
 		for (p = g->buf, end = g->buf + n; p < end && !wk->stop;) {
@@ -1516,7 +1531,7 @@ static void grep_fd(struct walker *wk, struct grep *g, int fd,
 			return;
 	}
 	if (first)
-		g->files++;	/* empty file */
+		g->files++; /* empty file */
 	else if (g->plen)
 		grep_piece(wk, g, rel, true);
 }
@@ -1540,8 +1555,8 @@ static void grep_visit(struct walker *wk, int dfd, const char *name,
 
 	if (!S_ISREG(st->st_mode) || !included(wk->fs, sub))
 		return;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-				       O_CLOEXEC);
+	fd = openat(dfd, name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	/* Swapped for a fifo or device since the fstatat(): skip it. */
@@ -1573,7 +1588,8 @@ static int tool_grep(struct fs *fs)
 		}
 	}
 	rc = regcomp(&g.re, pattern,
-		     REG_EXTENDED | REG_NEWLINE | (fs->o.icase ? REG_ICASE : 0));
+		     REG_EXTENDED | REG_NEWLINE |
+			     (fs->o.icase ? REG_ICASE : 0));
 	if (rc) {
 		regerror(rc, &g.re, err, sizeof(err));
 		rc = fail(fs, "invalid", "bad regex '%s': %s", pattern, err);
@@ -1633,7 +1649,7 @@ out:
 
 struct find {
 	const char *glob;
-	char type;		/* 0, 'f' or 'd' */
+	char type; /* 0, 'f' or 'd' */
 	long long max, count;
 	bool truncated;
 };
@@ -1686,8 +1702,8 @@ static int tool_find(struct fs *fs)
 	}
 	if (fs->o.type) {
 		if (strcmp(fs->o.type, "f") && strcmp(fs->o.type, "d")) {
-			rc = fail(fs, "invalid", "--type wants f or d, not '%s'",
-				  fs->o.type);
+			rc = fail(fs, "invalid",
+				  "--type wants f or d, not '%s'", fs->o.type);
 			goto out;
 		}
 		f.type = fs->o.type[0];
@@ -1781,7 +1797,8 @@ static int tool_ls(struct fs *fs)
 			goto out;
 		}
 		for (i = 0; i < n && shown < max; i++) {
-			if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			if (fstatat(pfd, names[i], &st, AT_SYMLINK_NOFOLLOW) <
+			    0)
 				continue;
 			if (join(rel, sizeof(rel), res.rel, names[i]) < 0)
 				continue;
@@ -1813,8 +1830,9 @@ out:
 
 int agent_fs(int argc, char **argv)
 {
-	struct fs fs = { .from_fd = -1, .old_fd = -1, .new_fd = -1,
-			 .root = { .fd = -1 } };
+	struct fs fs = {
+		.from_fd = -1, .old_fd = -1, .new_fd = -1, .root = { .fd = -1 }
+	};
 	const char *msg, *bad;
 	int rc, min_pos, max_pos;
 
@@ -1827,9 +1845,11 @@ int agent_fs(int argc, char **argv)
 		goto out;
 	}
 	if (bad) {
-		rc = fail(&fs, "usage", "text source '%s' is neither a staged file "
+		rc = fail(&fs, "usage",
+			  "text source '%s' is neither a staged file "
 			  "under %s/ nor env:HUTCH_FS_* in base64",
-			  bad, fs.o.stage_dir ? fs.o.stage_dir : STAGE_DIR_DEFAULT);
+			  bad,
+			  fs.o.stage_dir ? fs.o.stage_dir : STAGE_DIR_DEFAULT);
 		goto out;
 	}
 	msg = check_args(&fs.o, &min_pos, &max_pos);

@@ -79,8 +79,7 @@ static const char *under_root(const char *rootp, const char *p)
 }
 
 /* Next component at buf[*pos], skipping slashes; false at the end. */
-static bool next_comp(const char *buf, size_t *pos, size_t *start,
-		      size_t *len)
+static bool next_comp(const char *buf, size_t *pos, size_t *start, size_t *len)
 {
 	size_t i = *pos, j;
 
@@ -123,7 +122,7 @@ static bool has_dotdot(const char *buf, size_t pos)
 static int splice_link(char *buf, size_t rest, const char *head, size_t hlen)
 {
 	size_t tail = strlen(buf + rest);
-	size_t sep = tail ? 1 : 0;	/* "l" alone must not become "t/" */
+	size_t sep = tail ? 1 : 0; /* "l" alone must not become "t/" */
 
 	if (hlen + sep + tail + 1 > PATH_MAX)
 		return -ENAMETOOLONG;
@@ -135,8 +134,8 @@ static int splice_link(char *buf, size_t rest, const char *head, size_t hlen)
 }
 
 struct walk {
-	int fd[FSP_MAXDEPTH + 1];	/* fd[0] is the root's, not ours */
-	size_t rlen[FSP_MAXDEPTH + 1];	/* rel's length at each level */
+	int fd[FSP_MAXDEPTH + 1];      /* fd[0] is the root's, not ours */
+	size_t rlen[FSP_MAXDEPTH + 1]; /* rel's length at each level */
 	int depth;
 	char rel[PATH_MAX];
 };
@@ -218,8 +217,9 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 	for (;;) {
 		if (!next_comp(buf, &pos, &s, &n)) {
 			/* Ended on a directory we hold: root, "x/..", "x/". */
-			fd = w->depth ? fcntl(w->fd[w->depth], F_DUPFD_CLOEXEC, 3)
-				      : fcntl(root->fd, F_DUPFD_CLOEXEC, 3);
+			fd = w->depth ? fcntl(w->fd[w->depth], F_DUPFD_CLOEXEC,
+					      3) :
+					fcntl(root->fd, F_DUPFD_CLOEXEC, 3);
 			if (fd < 0 || fstat(fd, &res->st) < 0) {
 				rc = -errno;
 				goto out;
@@ -249,7 +249,8 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 		}
 		memcpy(comp, buf + s, n);
 		comp[n] = '\0';
-		fd = openat(w->fd[w->depth], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(w->fd[w->depth], comp,
+			    O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			rc = -errno;
 			if (rc == -ENOENT && last && !trailing) {
@@ -269,7 +270,7 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 					goto out;
 				}
 				mkdirs++;
-				pos = s;	/* walk it again, like any other */
+				pos = s; /* walk it again, like any other */
 				continue;
 			}
 			goto out;
@@ -309,7 +310,8 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 				walk_pop_to(w, 0);
 				rc = splice_link(buf, after, p, strlen(p));
 			} else {
-				rc = splice_link(buf, after, target, (size_t)tl);
+				rc = splice_link(buf, after, target,
+						 (size_t)tl);
 			}
 			if (rc)
 				goto out;
@@ -405,7 +407,8 @@ int fsp_open(const struct fsp_root *root, const char *path, int oflags,
 			fsp_res_close(res);
 			return rc;
 		}
-		if (st.st_dev != res->st.st_dev || st.st_ino != res->st.st_ino) {
+		if (st.st_dev != res->st.st_dev ||
+		    st.st_ino != res->st.st_ino) {
 			close(fd);
 			fsp_res_close(res);
 			continue;

@@ -32,19 +32,19 @@
 
 /* Return codes besides 0 and -errno (-ENOENT, -ENOTDIR, -ELOOP for too
  * many symlinks, -ENAMETOOLONG, ...). */
-#define FSP_ESCAPE	(-100000)	/* resolves outside the root */
-#define FSP_NOTFILE	(-100001)	/* fsp_open(): neither file nor dir */
+#define FSP_ESCAPE (-100000)  /* resolves outside the root */
+#define FSP_NOTFILE (-100001) /* fsp_open(): neither file nor dir */
 
-#define FSP_MAXSYMLINKS	40
-#define FSP_MAXDEPTH	256	/* held ancestor fds */
-#define FSP_RETRIES	4	/* whole resolutions when a swap is seen */
+#define FSP_MAXSYMLINKS 40
+#define FSP_MAXDEPTH 256 /* held ancestor fds */
+#define FSP_RETRIES 4	 /* whole resolutions when a swap is seen */
 
 /* Flags for fsp_resolve(). */
-#define FSP_MKDIR	0x1	/* create missing parent directories (0755) */
+#define FSP_MKDIR 0x1 /* create missing parent directories (0755) */
 
 struct fsp_root {
-	int fd;			/* O_PATH|O_DIRECTORY fd of the root */
-	const char *path;	/* textual root, e.g. "/workspace" */
+	int fd;		  /* O_PATH|O_DIRECTORY fd of the root */
+	const char *path; /* textual root, e.g. "/workspace" */
 };
 
 struct fsp_res {
@@ -55,9 +55,9 @@ struct fsp_res {
 	/* O_PATH|O_NOFOLLOW fd of the final object, -1 when it does not
 	 * exist (only its parent does).  Never a symlink. */
 	int fd;
-	struct stat st;		/* of `fd`, when fd >= 0 */
-	char name[NAME_MAX + 1];	/* last component, "" with parent == -1 */
-	char rel[PATH_MAX];	/* relative to the root, "." for the root */
+	struct stat st;		 /* of `fd`, when fd >= 0 */
+	char name[NAME_MAX + 1]; /* last component, "" with parent == -1 */
+	char rel[PATH_MAX];	 /* relative to the root, "." for the root */
 };
 
 /* Opens the root directory for @path (following symlinks: the root is

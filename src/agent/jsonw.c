@@ -119,7 +119,8 @@ static void put_string(struct jsonw *w, const char *s, size_t n)
 	put(w, "\"", 1);
 	/* Copy plain runs in one go; escape the rest one step at a time. */
 	while (i < n) {
-		if (u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\') {
+		if (u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' &&
+		    u[i] != '\\') {
 			run++;
 			i++;
 			continue;
@@ -152,7 +153,7 @@ void jsonw_open(struct jsonw *w, const char *key, char brace)
 	if (w->depth < JSONW_DEPTH)
 		w->depth++;
 	else
-		w->overflow = true;	/* a bug of ours, not input */
+		w->overflow = true; /* a bug of ours, not input */
 	w->first[w->depth] = true;
 }
 

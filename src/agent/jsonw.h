@@ -12,14 +12,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define JSONW_DEPTH	8
+#define JSONW_DEPTH 8
 
 struct jsonw {
 	char *buf;
 	size_t len, cap, max;
-	bool overflow;			/* something did not fit under max */
+	bool overflow; /* something did not fit under max */
 	int depth;
-	bool first[JSONW_DEPTH + 1];	/* no comma before the next member */
+	bool first[JSONW_DEPTH + 1]; /* no comma before the next member */
 };
 
 /* @max bounds the whole document. */

@@ -16,7 +16,7 @@ struct command {
 	int (*fn)(int argc, char **argv);
 	const char *args;
 	const char *help;
-	bool use;	/* counts as a use of the session (agent_mark_used) */
+	bool use; /* counts as a use of the session (agent_mark_used) */
 };
 
 static const struct command commands[] = {
@@ -30,7 +30,8 @@ static const struct command commands[] = {
 	{ "kill", agent_kill, "TAG",
 	  "kill the 'run' agent with TAG and all its descendants", false },
 	{ "fs", agent_fs, "[--root DIR] read|write|edit|grep|find|ls ARGS...",
-	  "file tools confined to the workspace; one JSON object on stdout", true },
+	  "file tools confined to the workspace; one JSON object on stdout",
+	  true },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -44,7 +45,7 @@ void agent_err(const char *fmt, ...)
 {
 	char line[512];
 	size_t len = sizeof(AGENT_PREFIX) - 1;
-	size_t room = sizeof(line) - len - 1;	/* keep one byte for '\n' */
+	size_t room = sizeof(line) - len - 1; /* keep one byte for '\n' */
 	va_list ap;
 	int saved = errno;
 	int n;
@@ -56,7 +57,7 @@ void agent_err(const char *fmt, ...)
 	if (n < 0)
 		n = 0;
 	else if ((size_t)n >= room)
-		n = (int)room - 1;	/* truncated, still one line */
+		n = (int)room - 1; /* truncated, still one line */
 	len += (size_t)n;
 	line[len++] = '\n';
 	if (write(STDERR_FILENO, line, len) < 0) {
@@ -97,14 +98,18 @@ static void agent_mark_used(void)
 {
 	int fd, saved = errno;
 
-	if (utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW) == 0 ||
+	if (utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW) ==
+		    0 ||
 	    errno != ENOENT)
 		goto out;
-	fd = open(AGENT_USE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-		  O_NONBLOCK, 0666);
+	fd = open(AGENT_USE_FILE,
+		  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+			  O_NONBLOCK,
+		  0666);
 	if (fd < 0) {
-		if (errno == EEXIST)	/* another command made it meanwhile */
-			utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW);
+		if (errno == EEXIST) /* another command made it meanwhile */
+			utimensat(AT_FDCWD, AGENT_USE_FILE, NULL,
+				  AT_SYMLINK_NOFOLLOW);
 		goto out;
 	}
 	if (fchmod(fd, 0666) < 0) {
@@ -150,9 +155,11 @@ int main(int argc, char **argv)
 			int rc = agent_seccomp_install();
 
 			if (rc < 0) {
-				agent_err("cannot install the seccomp filter that keeps "
-					  "set-id files and device nodes out of the "
-					  "workspace: %s", strerror(-rc));
+				agent_err(
+					"cannot install the seccomp filter that keeps "
+					"set-id files and device nodes out of the "
+					"workspace: %s",
+					strerror(-rc));
 				return AGENT_EXIT_INTERNAL;
 			}
 			if (commands[i].use)

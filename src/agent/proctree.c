@@ -24,24 +24,24 @@
 #include "agent.h"
 
 /* Tracked per scan; a bigger tree is finished off in later rounds. */
-#define MAX_PROCS	65536
+#define MAX_PROCS 65536
 /* comm is at most 64 bytes; the 22 fields we need fit with room to spare. */
-#define STAT_MAX	1024
+#define STAT_MAX 1024
 /* Enough for argv[0] up to PATH_MAX plus "run\0--tag\0TAG\0". */
-#define CMDLINE_MAX	(PATH_MAX + 128)
+#define CMDLINE_MAX (PATH_MAX + 128)
 
-#define KILL_ROUNDS	200
-#define KILL_PAUSE_NS	10000000L	/* 10 ms */
-#define KILL_TIME_MS	5000
+#define KILL_ROUNDS 200
+#define KILL_PAUSE_NS 10000000L /* 10 ms */
+#define KILL_TIME_MS 5000
 
 struct proc {
 	pid_t pid;
 	pid_t ppid;
 	pid_t pgid;
 	pid_t sid;
-	unsigned long long start;	/* starttime: identifies the process */
-	bool live;			/* not a zombie (yet) */
-	bool mark;			/* a descendant of the root */
+	unsigned long long start; /* starttime: identifies the process */
+	bool live;		  /* not a zombie (yet) */
+	bool mark;		  /* a descendant of the root */
 };
 
 /*
@@ -72,7 +72,7 @@ static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t cap)
 			continue;
 		if (n < 0) {
 			close(fd);
-			return -1;	/* ESRCH: it exited meanwhile */
+			return -1; /* ESRCH: it exited meanwhile */
 		}
 		if (n == 0)
 			break;
@@ -300,9 +300,9 @@ static void signal_group(const struct proc *p, pid_t root_sid, int sig)
 }
 
 struct tally {
-	size_t live;	/* live descendants found */
-	size_t denied;	/* of which we may not signal (EPERM) */
-	size_t sent;	/* of which were signalled */
+	size_t live;   /* live descendants found */
+	size_t denied; /* of which we may not signal (EPERM) */
+	size_t sent;   /* of which were signalled */
 };
 
 static void signal_marked(int sig, pid_t root_sid, struct tally *t)
@@ -457,12 +457,11 @@ static bool is_agent(const char *buf, size_t len, const char *tag)
 	size_t slen = sizeof(suffix) - 1, alen, wlen, i;
 
 	alen = strnlen(p, len);
-	if (alen == len || alen < slen ||
-	    memcmp(p + alen - slen, suffix, slen))
+	if (alen == len || alen < slen || memcmp(p + alen - slen, suffix, slen))
 		return false;
 	p += alen + 1;
 	for (i = 0; i < 3; i++) {
-		wlen = strlen(want[i]) + 1;	/* with the NUL */
+		wlen = strlen(want[i]) + 1; /* with the NUL */
 		if ((size_t)(end - p) < wlen || memcmp(p, want[i], wlen))
 			return false;
 		p += wlen;
@@ -514,7 +513,7 @@ static int kill_agent(const struct proc *agent)
 	 * orphans of everything we kill keep re-parenting to it.
 	 */
 	if (signal_proc(agent, SIGSTOP) < 0)
-		return errno == ESRCH ? 0 : -1;	/* finished by itself */
+		return errno == ESRCH ? 0 : -1; /* finished by itself */
 	ret = proctree_kill_descendants(agent->pid, NULL);
 	/* Last, so it cannot exit before its tree is gone. */
 	if (signal_proc(agent, SIGKILL) < 0 && errno != ESRCH) {

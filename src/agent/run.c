@@ -19,11 +19,11 @@
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* About 31 years: keeps now + deadline far from any overflow. */
-#define DEADLINE_MAX_MS	1000000000000ULL
+#define DEADLINE_MAX_MS 1000000000000ULL
 
 struct run_opts {
 	const char *tag;
-	unsigned long long deadline_ms;	/* 0: none */
+	unsigned long long deadline_ms; /* 0: none */
 	bool kill_leftovers;		/* nothing may outlive the command */
 	char **argv;
 };
@@ -102,7 +102,7 @@ int agent_sleep(int argc, char **argv)
 	for (;;) {
 		sig = sigwaitinfo(&set, &info);
 		if (sig < 0) {
-			if (errno == EINTR)	/* e.g. after SIGSTOP/SIGCONT */
+			if (errno == EINTR) /* e.g. after SIGSTOP/SIGCONT */
 				continue;
 			agent_err("sigwaitinfo: %m");
 			return 1;
@@ -288,10 +288,11 @@ static void report_exec_failure(const char *name, int err)
 
 	for (i = 0; name[i] && i < sizeof(safe) - 1; i++)
 		safe[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ?
-			  '?' : name[i];
+				  '?' :
+				  name[i];
 	safe[i] = '\0';
-	n = snprintf(line, sizeof(line), "hutch: cannot run '%s': %s\n",
-		     safe, strerror(err));
+	n = snprintf(line, sizeof(line), "hutch: cannot run '%s': %s\n", safe,
+		     strerror(err));
 	if (n > (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 1;
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
@@ -429,8 +430,8 @@ static void kill_leftovers(void)
 	}
 }
 
-static int supervise(pid_t child, const struct run_opts *o,
-		     const sigset_t *set, const struct timespec *deadline)
+static int supervise(pid_t child, const struct run_opts *o, const sigset_t *set,
+		     const struct timespec *deadline)
 {
 	int code, sig;
 
@@ -485,7 +486,8 @@ static long long cgroup_value(const char *path, const char *key)
 		return -1;
 	buf[n] = '\0';
 	if (!key)
-		return strncmp(buf, "max", 3) == 0 ? -1 : strtoll(buf, NULL, 10);
+		return strncmp(buf, "max", 3) == 0 ? -1 :
+						     strtoll(buf, NULL, 10);
 	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
 		if (strncmp(p, key, klen) == 0 && p[klen] == ' ')
 			return strtoll(p + klen + 1, NULL, 10);
@@ -501,8 +503,9 @@ static long long oom_kills(void)
 {
 	long long n = cgroup_value("/sys/fs/cgroup/memory.events", "oom_kill");
 
-	return n >= 0 ? n : cgroup_value("/sys/fs/cgroup/memory/memory.oom_control",
-					  "oom_kill");
+	return n >= 0 ? n :
+			cgroup_value("/sys/fs/cgroup/memory/memory.oom_control",
+				     "oom_kill");
 }
 
 static void report_oom(void)
@@ -512,10 +515,12 @@ static void report_oom(void)
 	int n;
 
 	if (limit < 0)
-		limit = cgroup_value("/sys/fs/cgroup/memory/memory.limit_in_bytes", NULL);
+		limit = cgroup_value(
+			"/sys/fs/cgroup/memory/memory.limit_in_bytes", NULL);
 	/* The library recognises this line (exec.c); keep them in step. */
 	if (limit > 0 && limit < (1LL << 50))
-		n = snprintf(line, sizeof(line), AGENT_OOM_LINE " (memory limit %lld MiB)\n",
+		n = snprintf(line, sizeof(line),
+			     AGENT_OOM_LINE " (memory limit %lld MiB)\n",
 			     limit >> 20);
 	else
 		n = snprintf(line, sizeof(line), AGENT_OOM_LINE "\n");

@@ -40,11 +40,12 @@
 #include "cli.h"
 #include "duration.h"
 
-#define USAGE_BATCH "usage: hutch batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] " \
-		    "[--max-output BYTES] [--image IMG]"
+#define USAGE_BATCH                                                                \
+	"usage: hutch batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] " \
+	"[--max-output BYTES] [--image IMG]"
 
 /* Bounds on what an input file can make hutch allocate or start. */
-#define BATCH_MAX_LINE (1024 * 1024)     /* bytes of one job line */
+#define BATCH_MAX_LINE (1024 * 1024) /* bytes of one job line */
 #define BATCH_MAX_PARALLEL 256
 #define BATCH_MAX_ARGS 4096
 #define BATCH_DEFAULT_PARALLEL 8
@@ -53,14 +54,19 @@
 
 /* A session named by some job: prepared (ensured, maybe seeded) by the
  * first job that needs it while later ones wait. */
-enum sess_state { SESS_NEW, SESS_PREPARING, SESS_READY, SESS_FAILED };
+enum sess_state {
+	SESS_NEW,
+	SESS_PREPARING,
+	SESS_READY,
+	SESS_FAILED
+};
 
 struct sess {
 	char *name;
 	enum sess_state state;
-	int created;          /* this batch created it: remove unless --keep */
-	char *seed;           /* host directory it was seeded from, or NULL */
-	char *error;          /* SESS_FAILED: why */
+	int created;	      /* this batch created it: remove unless --keep */
+	char *seed;	      /* host directory it was seeded from, or NULL */
+	char *error;	      /* SESS_FAILED: why */
 	hutch_engine *engine; /* where it lives (borrowed from the fleet) */
 	struct sess *next;
 };
@@ -74,8 +80,8 @@ struct batch {
 	size_t max_output;
 	int keep;
 
-	pthread_mutex_t lock;  /* input, sessions, counters */
-	pthread_cond_t cond;   /* a session's preparation ended */
+	pthread_mutex_t lock; /* input, sessions, counters */
+	pthread_cond_t cond;  /* a session's preparation ended */
 	unsigned long lineno;
 	int eof, read_error;
 	struct sess *sessions;
@@ -153,7 +159,8 @@ static int read_line(struct batch *b, char **line, int *too_long)
 
 /* The next non-blank line and its number, or 0 when there is none left
  * (end, read error, or the batch was interrupted). */
-static int next_job(struct batch *b, char **line, unsigned long *lineno, int *too_long)
+static int next_job(struct batch *b, char **line, unsigned long *lineno,
+		    int *too_long)
 {
 	int r = 0;
 
@@ -185,8 +192,8 @@ static int next_job(struct batch *b, char **line, unsigned long *lineno, int *to
 
 struct job {
 	unsigned long line;
-	json_object *doc;        /* the parsed line */
-	json_object *id;         /* borrowed from doc, or NULL */
+	json_object *doc; /* the parsed line */
+	json_object *id;  /* borrowed from doc, or NULL */
 	const char *session;
 	const char **argv;
 	size_t argc;
@@ -196,8 +203,8 @@ struct job {
 	char *workdir;
 	const char *seed;
 	uint64_t timeout_ms;
-	hutch_engine *engine;    /* its session's (borrowed from the fleet) */
-	char error[512];         /* why the line cannot run */
+	hutch_engine *engine; /* its session's (borrowed from the fleet) */
+	char error[512];      /* why the line cannot run */
 };
 
 static void job_free(struct job *j)
@@ -209,7 +216,8 @@ static void job_free(struct job *j)
 	free(j->workdir);
 }
 
-static int job_fail(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int job_fail(struct job *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static int job_fail(struct job *j, const char *fmt, ...)
 {
 	va_list ap;
@@ -230,8 +238,8 @@ static int string_array(struct job *j, json_object *arr, const char *key,
 		return job_fail(j, "\"%s\" must be an array of strings", key);
 	n = json_object_array_length(arr);
 	if (n > BATCH_MAX_ARGS)
-		return job_fail(j, "\"%s\" has %zu entries, more than %d", key, n,
-				BATCH_MAX_ARGS);
+		return job_fail(j, "\"%s\" has %zu entries, more than %d", key,
+				n, BATCH_MAX_ARGS);
 	*out = calloc(n ? n : 1, sizeof(char *));
 	if (!*out)
 		return job_fail(j, "out of memory");
@@ -239,10 +247,12 @@ static int string_array(struct job *j, json_object *arr, const char *key,
 		json_object *v = json_object_array_get_idx(arr, i);
 
 		if (!json_object_is_type(v, json_type_string))
-			return job_fail(j, "\"%s\"[%zu] is not a string", key, i);
+			return job_fail(j, "\"%s\"[%zu] is not a string", key,
+					i);
 		(*out)[i] = json_object_get_string(v);
 		if (strlen((*out)[i]) != (size_t)json_object_get_string_len(v))
-			return job_fail(j, "\"%s\"[%zu] holds a NUL byte", key, i);
+			return job_fail(j, "\"%s\"[%zu] holds a NUL byte", key,
+					i);
 	}
 	*count = n;
 	return 0;
@@ -263,37 +273,49 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 	jerr = json_tokener_get_error(tok);
 	if (j->doc && jerr == json_tokener_success &&
 	    line[json_tokener_get_parse_end(tok) +
-		 strspn(line + json_tokener_get_parse_end(tok), " \t\r")] != '\0')
+		 strspn(line + json_tokener_get_parse_end(tok), " \t\r")] !=
+		    '\0')
 		jerr = json_tokener_error_parse_unexpected;
 	json_tokener_free(tok);
 	if (!j->doc || jerr != json_tokener_success)
 		return job_fail(j, "not a JSON object: %s",
-				jerr == json_tokener_continue ? "unexpected end of line"
-							      : json_tokener_error_desc(jerr));
+				jerr == json_tokener_continue ?
+					"unexpected end of line" :
+					json_tokener_error_desc(jerr));
 	if (!json_object_is_type(j->doc, json_type_object))
 		return job_fail(j, "not a JSON object");
 	if (json_object_object_get_ex(j->doc, "id", &v))
 		j->id = v;
 	/* Unknown keys are refused: a misspelt "timeout" silently ignored
 	 * would let a job run for two minutes instead of five seconds. */
-	json_object_object_foreach(j->doc, key, val) {
+	json_object_object_foreach(j->doc, key, val)
+	{
 		(void)val;
-		if (strcmp(key, "session") && strcmp(key, "command") && strcmp(key, "timeout") &&
-		    strcmp(key, "seed") && strcmp(key, "id") && strcmp(key, "env") &&
+		if (strcmp(key, "session") && strcmp(key, "command") &&
+		    strcmp(key, "timeout") && strcmp(key, "seed") &&
+		    strcmp(key, "id") && strcmp(key, "env") &&
 		    strcmp(key, "workdir"))
-			return job_fail(j, "unknown key \"%.64s\" (known: session, command, "
-					"timeout, seed, env, workdir, id)", key);
+			return job_fail(
+				j,
+				"unknown key \"%.64s\" (known: session, command, "
+				"timeout, seed, env, workdir, id)",
+				key);
 	}
 	if (!json_object_object_get_ex(j->doc, "session", &v) ||
 	    !json_object_is_type(v, json_type_string))
 		return job_fail(j, "\"session\" (a string) is missing");
 	j->session = json_object_get_string(v);
 	if (!hutch_session_name_valid(j->session))
-		return job_fail(j, "invalid session name '%.64s': 1 to 63 of [A-Za-z0-9_.-], "
-				"starting with a letter or digit", j->session);
+		return job_fail(
+			j,
+			"invalid session name '%.64s': 1 to 63 of [A-Za-z0-9_.-], "
+			"starting with a letter or digit",
+			j->session);
 	if (!json_object_object_get_ex(j->doc, "command", &v))
-		return job_fail(j, "\"command\" is missing (an array of strings, or a string "
-				"for sh -c)");
+		return job_fail(
+			j,
+			"\"command\" is missing (an array of strings, or a string "
+			"for sh -c)");
 	if (json_object_is_type(v, json_type_string)) {
 		j->sh_argv[0] = "sh";
 		j->sh_argv[1] = "-c";
@@ -313,7 +335,9 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 
 		if (!json_object_is_type(v, json_type_int) &&
 		    !json_object_is_type(v, json_type_double))
-			return job_fail(j, "\"timeout\" must be a number of seconds (0: none)");
+			return job_fail(
+				j,
+				"\"timeout\" must be a number of seconds (0: none)");
 		d = json_object_get_double(v);
 		if (cli_seconds_to_ms(d, &j->timeout_ms) < 0)
 			return job_fail(j, "\"timeout\" %g is out of range", d);
@@ -323,13 +347,17 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 			return -1;
 		for (size_t i = 0; i < j->env_count; i++)
 			if (j->env[i][0] == '=' || !strchr(j->env[i], '='))
-				return job_fail(j, "\"env\"[%zu] '%.64s' is not K=V", i, j->env[i]);
+				return job_fail(
+					j, "\"env\"[%zu] '%.64s' is not K=V", i,
+					j->env[i]);
 	}
 	if (json_object_object_get_ex(j->doc, "workdir", &v)) {
 		const char *w;
 
-		if (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v))
-			return job_fail(j, "\"workdir\" must be a non-empty string");
+		if (!json_object_is_type(v, json_type_string) ||
+		    !*json_object_get_string(v))
+			return job_fail(
+				j, "\"workdir\" must be a non-empty string");
 		w = json_object_get_string(v);
 		if (w[0] == '/')
 			j->workdir = strdup(w);
@@ -341,13 +369,17 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 	if (json_object_object_get_ex(j->doc, "seed", &v)) {
 		struct stat st;
 
-		if (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v))
+		if (!json_object_is_type(v, json_type_string) ||
+		    !*json_object_get_string(v))
 			return job_fail(j, "\"seed\" must be a host directory");
 		j->seed = json_object_get_string(v);
 		if (stat(j->seed, &st) < 0)
-			return job_fail(j, "seed directory '%.200s': %s", j->seed, strerror(errno));
+			return job_fail(j, "seed directory '%.200s': %s",
+					j->seed, strerror(errno));
 		if (!S_ISDIR(st.st_mode))
-			return job_fail(j, "seed directory '%.200s': not a directory", j->seed);
+			return job_fail(
+				j, "seed directory '%.200s': not a directory",
+				j->seed);
 	}
 	return 0;
 }
@@ -394,7 +426,8 @@ static int sess_prepare(struct batch *b, struct job *j)
 		return job_fail(j, "out of memory");
 	}
 	if (s->state == SESS_FAILED) {
-		job_fail(j, "session '%s' could not be prepared: %s", s->name, s->error);
+		job_fail(j, "session '%s' could not be prepared: %s", s->name,
+			 s->error);
 		pthread_mutex_unlock(&b->lock);
 		return -1;
 	}
@@ -402,12 +435,19 @@ static int sess_prepare(struct batch *b, struct job *j)
 		j->engine = s->engine;
 		/* A seed only fills a session the batch creates, once. */
 		if (j->seed && s->seed && strcmp(s->seed, j->seed) != 0)
-			rc = job_fail(j, "session '%s' was seeded from '%.200s' by an earlier "
-				      "job, not from '%.200s'", s->name, s->seed, j->seed);
+			rc = job_fail(
+				j,
+				"session '%s' was seeded from '%.200s' by an earlier "
+				"job, not from '%.200s'",
+				s->name, s->seed, j->seed);
 		else if (j->seed && !s->seed)
-			rc = job_fail(j, "session '%s' was %s without a seed: a seed only fills "
-				      "a new session (give it on every job of the session)",
-				      s->name, s->created ? "made by an earlier job" : "there before");
+			rc = job_fail(
+				j,
+				"session '%s' was %s without a seed: a seed only fills "
+				"a new session (give it on every job of the session)",
+				s->name,
+				s->created ? "made by an earlier job" :
+					     "there before");
 		pthread_mutex_unlock(&b->lock);
 		return rc;
 	}
@@ -415,14 +455,16 @@ static int sess_prepare(struct batch *b, struct job *j)
 	pthread_mutex_unlock(&b->lock);
 
 	so.image = b->image;
-	rc = hutch_fleet_locate(b->fleet, j->session, HUTCH_FLEET_CREATE, &engine, NULL, &err);
+	rc = hutch_fleet_locate(b->fleet, j->session, HUTCH_FLEET_CREATE,
+				&engine, NULL, &err);
 	if (rc == 0)
 		rc = hutch_session_open(&h, engine, j->session, &so, &err);
 	if (rc == 0)
 		rc = hutch_session_ensure(h, &created, &err);
 	if (rc == 0 && j->seed && !created) {
 		rc = HUTCH_ECONFLICT;
-		if (asprintf(&why, "it existed before this batch; a seed only fills a new "
+		if (asprintf(&why,
+			     "it existed before this batch; a seed only fills a new "
 			     "session") < 0)
 			why = NULL;
 	}
@@ -430,7 +472,8 @@ static int sess_prepare(struct batch *b, struct job *j)
 		syo.cancel = b->cancel;
 		rc = hutch_sync_in(NULL, h, j->seed, &syo, &err);
 	}
-	if (rc < 0 && !why && asprintf(&why, "%s", err ? hutch_error_message(err) : "failed") < 0)
+	if (rc < 0 && !why &&
+	    asprintf(&why, "%s", err ? hutch_error_message(err) : "failed") < 0)
 		why = NULL;
 	hutch_error_free(err);
 	hutch_session_free(h);
@@ -447,7 +490,8 @@ static int sess_prepare(struct batch *b, struct job *j)
 		s->state = SESS_FAILED;
 		s->error = why ? why : strdup("out of memory");
 		why = NULL;
-		job_fail(j, "session '%s': %s", s->name, s->error ? s->error : "failed");
+		job_fail(j, "session '%s': %s", s->name,
+			 s->error ? s->error : "failed");
 	}
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
@@ -486,14 +530,19 @@ static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 	count(b, &b->errors);
 	if (!o)
 		return;
-	json_object_object_add(o, "line", json_object_new_int64((int64_t)j->line));
+	json_object_object_add(o, "line",
+			       json_object_new_int64((int64_t)j->line));
 	json_object_object_add(o, "id", j->id ? json_object_get(j->id) : NULL);
-	json_object_object_add(o, "session", j->session ? json_object_new_string(j->session) : NULL);
+	json_object_object_add(o, "session",
+			       j->session ? json_object_new_string(j->session) :
+					    NULL);
 	json_object_object_add(o, "status", json_object_new_string("error"));
 	json_object_object_add(o, "exit_code", NULL);
 	json_object_object_add(o, "error", json_object_new_string(j->error));
-	json_object_object_add(o, "duration_ms", json_object_new_int64((int64_t)ms));
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object_object_add(o, "duration_ms",
+			       json_object_new_int64((int64_t)ms));
+	s = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (s)
 		emit(b, s, strlen(s));
 	json_object_put(o);
@@ -501,31 +550,39 @@ static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 
 /* The exec result as `hutch exec --json` prints it, with "line" and "id"
  * in front. */
-static void emit_result(struct batch *b, struct job *j, const hutch_exec_result *res)
+static void emit_result(struct batch *b, struct job *j,
+			const hutch_exec_result *res)
 {
 	hutch_error *err = NULL;
 	char *json = NULL, *line = NULL;
 	const char *id;
 	int n;
 
-	if (hutch_exec_result_to_json(&json, res, j->session, j->argv, j->argc, &err) < 0 ||
+	if (hutch_exec_result_to_json(&json, res, j->session, j->argv, j->argc,
+				      &err) < 0 ||
 	    json[0] != '{') {
-		job_fail(j, "%s", err ? hutch_error_message(err) : "cannot render the result");
+		job_fail(j, "%s",
+			 err ? hutch_error_message(err) :
+			       "cannot render the result");
 		hutch_error_free(err);
 		free(json);
 		emit_error(b, j, hutch_exec_result_duration_ms(res));
 		return;
 	}
-	id = j->id ? json_object_to_json_string_ext(j->id, JSON_C_TO_STRING_PLAIN |
-						    JSON_C_TO_STRING_NOSLASHESCAPE) : "null";
-	n = asprintf(&line, "{\"line\":%lu,\"id\":%s,%s", j->line, id ? id : "null", json + 1);
+	id = j->id ? json_object_to_json_string_ext(
+			     j->id, JSON_C_TO_STRING_PLAIN |
+					    JSON_C_TO_STRING_NOSLASHESCAPE) :
+		     "null";
+	n = asprintf(&line, "{\"line\":%lu,\"id\":%s,%s", j->line,
+		     id ? id : "null", json + 1);
 	if (n > 0)
 		emit(b, line, (size_t)n);
 	free(line);
 	free(json);
 	switch (hutch_exec_result_status(res)) {
 	case HUTCH_EXEC_OK:
-		count(b, hutch_exec_result_exit_code(res) == 0 ? &b->ok : &b->nonzero);
+		count(b, hutch_exec_result_exit_code(res) == 0 ? &b->ok :
+								 &b->nonzero);
 		break;
 	case HUTCH_EXEC_TIMEOUT:
 		count(b, &b->timeouts);
@@ -544,10 +601,12 @@ static unsigned long long now_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000ULL;
+	return (unsigned long long)ts.tv_sec * 1000ULL +
+	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
-static void run_job(struct batch *b, struct job *j, const char *text, int too_long)
+static void run_job(struct batch *b, struct job *j, const char *text,
+		    int too_long)
 {
 	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
 	hutch_session *h = NULL;
@@ -624,10 +683,11 @@ static void *remover(void *p)
 		pthread_mutex_unlock(&r->b->lock);
 		if (i >= r->n)
 			break;
-		if (hutch_session_remove(r->list[i]->engine, r->list[i]->name, &err) < 0 &&
+		if (hutch_session_remove(r->list[i]->engine, r->list[i]->name,
+					 &err) < 0 &&
 		    hutch_error_code(err) != HUTCH_ENOTFOUND) {
-			cli_error("batch: could not remove session '%s': %s", r->list[i]->name,
-				  hutch_error_message(err));
+			cli_error("batch: could not remove session '%s': %s",
+				  r->list[i]->name, hutch_error_message(err));
 			pthread_mutex_lock(&r->b->lock);
 			r->failed++;
 			pthread_mutex_unlock(&r->b->lock);
@@ -643,7 +703,8 @@ static void *remover(void *p)
 }
 
 /* Start up to `n` threads running fn(arg); returns how many started. */
-static size_t start_threads(pthread_t *t, size_t n, void *(*fn)(void *), void *arg)
+static size_t start_threads(pthread_t *t, size_t n, void *(*fn)(void *),
+			    void *arg)
 {
 	pthread_attr_t attr;
 	size_t started = 0;
@@ -659,7 +720,8 @@ static size_t start_threads(pthread_t *t, size_t n, void *(*fn)(void *), void *a
 	return started;
 }
 
-static void remove_created(struct batch *b, size_t parallel, size_t *removed, size_t *failed)
+static void remove_created(struct batch *b, size_t parallel, size_t *removed,
+			   size_t *failed)
 {
 	struct removal r = { b, NULL, 0, 0, 0, 0 };
 	pthread_t *t;
@@ -704,7 +766,8 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 	struct sigaction sa;
 	hutch_error *err = NULL;
 	pthread_t *threads = NULL;
-	size_t parallel = BATCH_DEFAULT_PARALLEL, started = 0, removed = 0, rmfailed = 0, created = 0;
+	size_t parallel = BATCH_DEFAULT_PARALLEL, started = 0, removed = 0,
+	       rmfailed = 0, created = 0;
 	size_t up = 0;
 	unsigned long long t0;
 	const char *file;
@@ -725,7 +788,8 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			if (errno || *end || v < 1 || v > BATCH_MAX_PARALLEL) {
-				cli_error("invalid --parallel '%s': 1 to %d", optarg, BATCH_MAX_PARALLEL);
+				cli_error("invalid --parallel '%s': 1 to %d",
+					  optarg, BATCH_MAX_PARALLEL);
 				goto out;
 			}
 			parallel = (size_t)v;
@@ -800,7 +864,8 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 		err = NULL;
 	}
 	if (up == 0) {
-		cli_error("batch: none of the %zu engines answers", hutch_fleet_size(b.fleet));
+		cli_error("batch: none of the %zu engines answers",
+			  hutch_fleet_size(b.fleet));
 		goto out;
 	}
 
@@ -809,7 +874,8 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 	if (threads)
 		started = start_threads(threads, parallel, worker, &b);
 	if (started == 0) {
-		cli_error("batch: cannot start worker threads: %s", strerror(errno));
+		cli_error("batch: cannot start worker threads: %s",
+			  strerror(errno));
 		goto out;
 	}
 	for (size_t i = 0; i < started; i++)
@@ -819,19 +885,25 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 		created += (size_t)s->created;
 	if (interrupt_signal)
 		cli_error("batch: interrupted: running commands were killed%s",
-			  b.keep || !created ? "" : "; removing the sessions it created "
-			  "(interrupt again to leave them)");
+			  b.keep || !created ?
+				  "" :
+				  "; removing the sessions it created "
+				  "(interrupt again to leave them)");
 	if (!b.keep && created)
 		remove_created(&b, parallel, &removed, &rmfailed);
 	if (b.read_error)
 		cli_error("batch file '%s': %s", file, strerror(b.read_error));
-	fprintf(stderr, "hutch: batch: %lu job%s in %.1f s: %lu ok, %lu non-zero exit, "
+	fprintf(stderr,
+		"hutch: batch: %lu job%s in %.1f s: %lu ok, %lu non-zero exit, "
 		"%lu timed out, %lu sandbox lost, %lu cancelled, %lu error%s; "
 		"%zu session%s created, %zu removed%s\n",
-		b.jobs, b.jobs == 1 ? "" : "s", (double)(now_ms() - t0) / 1000.0, b.ok,
-		b.nonzero, b.timeouts, b.lost, b.cancelled, b.errors, b.errors == 1 ? "" : "s",
+		b.jobs, b.jobs == 1 ? "" : "s",
+		(double)(now_ms() - t0) / 1000.0, b.ok, b.nonzero, b.timeouts,
+		b.lost, b.cancelled, b.errors, b.errors == 1 ? "" : "s",
 		created, created == 1 ? "" : "s", removed,
-		b.keep ? " (--keep)" : rmfailed ? ", some could not be removed" : "");
+		b.keep	 ? " (--keep)" :
+		rmfailed ? ", some could not be removed" :
+			   "");
 	if (interrupt_signal)
 		rc = 128 + interrupt_signal;
 	else if (b.out_broken)

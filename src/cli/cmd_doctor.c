@@ -25,12 +25,13 @@ static long api_num(const char *v)
 
 /* Check one engine (NULL: it could not be opened, `open_err` says why) and
  * print the report.  1 when something is wrong. */
-static int doctor_one(hutch_engine *engine, hutch_error *open_err, const char *image,
-		      int json)
+static int doctor_one(hutch_engine *engine, hutch_error *open_err,
+		      const char *image, int json)
 {
 	hutch_engine_info *info = NULL;
 	hutch_error *err = NULL;
-	json_object *report = json_object_new_object(), *problems = json_object_new_array();
+	json_object *report = json_object_new_object(),
+		    *problems = json_object_new_array();
 	int c, have_image = -1;
 
 	if (!report || !problems) {
@@ -38,76 +39,125 @@ static int doctor_one(hutch_engine *engine, hutch_error *open_err, const char *i
 		json_object_put(problems);
 		return 1;
 	}
-	json_object_object_add(report, "hutch_version", json_object_new_string(hutch_version()));
+	json_object_object_add(report, "hutch_version",
+			       json_object_new_string(hutch_version()));
 	json_object_object_add(report, "image", json_object_new_string(image));
 
 	if (!engine) {
-		json_object_array_add(problems, json_object_new_string(hutch_error_message(open_err)));
+		json_object_array_add(
+			problems,
+			json_object_new_string(hutch_error_message(open_err)));
 		goto report;
 	}
-	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
-	json_object_object_add(report, "engine_source", json_object_new_string(hutch_engine_source(engine)));
-	json_object_object_add(report, "engine_tls", json_object_new_boolean(hutch_engine_tls(engine)));
+	json_object_object_add(
+		report, "engine_url",
+		json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(
+		report, "engine_source",
+		json_object_new_string(hutch_engine_source(engine)));
+	json_object_object_add(
+		report, "engine_tls",
+		json_object_new_boolean(hutch_engine_tls(engine)));
 	if (hutch_engine_info_get(&info, engine, &err) < 0) {
-		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
+		json_object_array_add(
+			problems,
+			json_object_new_string(hutch_error_message(err)));
 		hutch_error_free(err);
 		goto report;
 	}
 	/* The URL may have moved on to a later socket during discovery. */
-	json_object_object_add(report, "engine_url", json_object_new_string(hutch_engine_url(engine)));
-	json_object_object_add(report, "engine", json_object_new_string(info->name));
-	json_object_object_add(report, "engine_version", json_object_new_string(info->version ? info->version : "?"));
-	json_object_object_add(report, "engine_api_version", json_object_new_string(info->api_version ? info->api_version : "?"));
-	json_object_object_add(report, "engine_min_api_version", info->min_api_version ? json_object_new_string(info->min_api_version) : NULL);
-	json_object_object_add(report, "api_version", json_object_new_string(hutch_engine_api_version(engine)));
-	json_object_object_add(report, "platform", json_object_new_string(info->arch ? info->arch : "?"));
-	if (info->api_version && api_num(info->api_version) < api_num(hutch_engine_api_version(engine))) {
+	json_object_object_add(
+		report, "engine_url",
+		json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(report, "engine",
+			       json_object_new_string(info->name));
+	json_object_object_add(
+		report, "engine_version",
+		json_object_new_string(info->version ? info->version : "?"));
+	json_object_object_add(
+		report, "engine_api_version",
+		json_object_new_string(info->api_version ? info->api_version :
+							   "?"));
+	json_object_object_add(
+		report, "engine_min_api_version",
+		info->min_api_version ?
+			json_object_new_string(info->min_api_version) :
+			NULL);
+	json_object_object_add(
+		report, "api_version",
+		json_object_new_string(hutch_engine_api_version(engine)));
+	json_object_object_add(report, "platform",
+			       json_object_new_string(info->arch ? info->arch :
+								   "?"));
+	if (info->api_version &&
+	    api_num(info->api_version) <
+		    api_num(hutch_engine_api_version(engine))) {
 		char msg[256];
 
-		snprintf(msg, sizeof(msg), "the engine speaks API %s, older than the %s hutch uses: "
-			 "some calls may fail", info->api_version, hutch_engine_api_version(engine));
+		snprintf(
+			msg, sizeof(msg),
+			"the engine speaks API %s, older than the %s hutch uses: "
+			"some calls may fail",
+			info->api_version, hutch_engine_api_version(engine));
 		json_object_array_add(problems, json_object_new_string(msg));
 	}
 	have_image = hutch_engine_image_exists(engine, image, &err);
 	if (have_image < 0) {
-		json_object_array_add(problems, json_object_new_string(hutch_error_message(err)));
+		json_object_array_add(
+			problems,
+			json_object_new_string(hutch_error_message(err)));
 		hutch_error_free(err);
 	} else if (!have_image) {
 		char msg[512];
 
-		snprintf(msg, sizeof(msg), "image '%s' is not on the engine: build it with "
-			 "images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is", image);
+		snprintf(
+			msg, sizeof(msg),
+			"image '%s' is not on the engine: build it with "
+			"images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is",
+			image);
 		json_object_array_add(problems, json_object_new_string(msg));
 	}
-	json_object_object_add(report, "image_present",
-			       have_image < 0 ? NULL : json_object_new_boolean(have_image));
+	json_object_object_add(
+		report, "image_present",
+		have_image < 0 ? NULL : json_object_new_boolean(have_image));
 report:
-	json_object_object_add(report, "ok", json_object_new_boolean(json_object_array_length(problems) == 0));
+	json_object_object_add(report, "ok",
+			       json_object_new_boolean(json_object_array_length(
+							       problems) == 0));
 	json_object_object_add(report, "problems", json_object_get(problems));
 	if (json) {
-		puts(json_object_to_json_string_ext(report, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		puts(json_object_to_json_string_ext(
+			report, JSON_C_TO_STRING_PLAIN |
+					JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
 		json_object *v;
 
 		printf("hutch          %s\n", hutch_version());
 		if (json_object_object_get_ex(report, "engine_url", &v))
-			printf("engine URL     %s (from %s%s)\n", json_object_get_string(v),
+			printf("engine URL     %s (from %s%s)\n",
+			       json_object_get_string(v),
 			       hutch_engine_source(engine),
 			       hutch_engine_tls(engine) ? ", TLS" : "");
 		if (info) {
-			printf("engine         %s %s, API %s (min %s), %s/%s\n", info->name,
-			       info->version ? info->version : "?",
+			printf("engine         %s %s, API %s (min %s), %s/%s\n",
+			       info->name, info->version ? info->version : "?",
 			       info->api_version ? info->api_version : "?",
-			       info->min_api_version ? info->min_api_version : "?",
-			       info->os ? info->os : "?", info->arch ? info->arch : "?");
-			printf("API in use     %s\n", hutch_engine_api_version(engine));
+			       info->min_api_version ? info->min_api_version :
+						       "?",
+			       info->os ? info->os : "?",
+			       info->arch ? info->arch : "?");
+			printf("API in use     %s\n",
+			       hutch_engine_api_version(engine));
 		}
 		if (have_image >= 0)
-			printf("image          %s: %s\n", image, have_image ? "present" : "missing");
+			printf("image          %s: %s\n", image,
+			       have_image ? "present" : "missing");
 		for (size_t i = 0; i < json_object_array_length(problems); i++)
 			printf("problem        %s\n",
-			       json_object_get_string(json_object_array_get_idx(problems, i)));
-		printf("status         %s\n", json_object_array_length(problems) ? "NOT OK" : "ok");
+			       json_object_get_string(
+				       json_object_array_get_idx(problems, i)));
+		printf("status         %s\n",
+		       json_object_array_length(problems) ? "NOT OK" : "ok");
 	}
 	c = json_object_array_length(problems) ? 1 : 0;
 	json_object_put(problems);
@@ -130,7 +180,9 @@ int cmd_doctor(cli_globals *g, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
+		case 'j':
+			json = 1;
+			break;
 		case 'h':
 			puts("usage: hutch doctor [--json]");
 			return 0;
@@ -149,7 +201,8 @@ int cmd_doctor(cli_globals *g, int argc, char **argv)
 	for (size_t i = 0; i < hutch_fleet_size(fleet); i++) {
 		if (i > 0 && !json)
 			putchar('\n');
-		bad |= doctor_one(hutch_fleet_engine(fleet, i), NULL, image, json);
+		bad |= doctor_one(hutch_fleet_engine(fleet, i), NULL, image,
+				  json);
 	}
 	hutch_fleet_free(fleet);
 	return bad;

@@ -47,7 +47,8 @@ static void usage_exec(const char *cmd)
 	fprintf(stderr,
 		"usage: hutch %s SESSION [--timeout SEC] [--workdir DIR] [--env K=V]... "
 		"[--secret NAME[=@FILE]]... [--json] [--max-output BYTES] %s\n",
-		cmd, strcmp(cmd, "sh") == 0 ? "'SHELL COMMAND'" : "[--] ARGV...");
+		cmd,
+		strcmp(cmd, "sh") == 0 ? "'SHELL COMMAND'" : "[--] ARGV...");
 }
 
 static int print_json_error(const char *session, const char *const *argv,
@@ -116,7 +117,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 				workdir = NULL;
 				if (optarg[0] == '/')
 					workdir = strdup(optarg);
-				else if (asprintf(&workdir, "/workspace/%s", optarg) < 0)
+				else if (asprintf(&workdir, "/workspace/%s",
+						  optarg) < 0)
 					workdir = NULL;
 				if (!workdir) {
 					cli_error("out of memory");
@@ -135,7 +137,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 				json_out = 1;
 				break;
 			case 'm':
-				if (cli_opt_max_output(optarg, &o.max_output) < 0)
+				if (cli_opt_max_output(optarg, &o.max_output) <
+				    0)
 					goto out;
 				break;
 			case 'h':
@@ -164,7 +167,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	}
 	if (shell) {
 		if (argc - optind != 1) {
-			cli_error("sh takes the shell command as one argument (quote it)");
+			cli_error(
+				"sh takes the shell command as one argument (quote it)");
 			goto out;
 		}
 		sh_argv[0] = "sh";
@@ -197,15 +201,17 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
+	    0)
 		goto out;
 	if (hutch_session_open(&session, engine, name, NULL, &err) < 0 ||
-	    (secrets.n &&
-	     hutch_session_set_secrets(session, secrets.v, secrets.n, &err) < 0) ||
+	    (secrets.n && hutch_session_set_secrets(session, secrets.v,
+						    secrets.n, &err) < 0) ||
 	    hutch_exec_run(&res, session, &o, &err) < 0) {
 		if (json_out) {
-			rc = print_json_error(hutch_session_name_valid(name) ? name : "",
-					      o.argv, o.argc, hutch_error_message(err));
+			rc = print_json_error(
+				hutch_session_name_valid(name) ? name : "",
+				o.argv, o.argc, hutch_error_message(err));
 			hutch_error_free(err);
 		} else {
 			rc = cli_fail(err);
@@ -214,7 +220,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 	}
 
 	if (json_out) {
-		if (hutch_exec_result_to_json(&json, res, name, o.argv, o.argc, &err) < 0) {
+		if (hutch_exec_result_to_json(&json, res, name, o.argv, o.argc,
+					      &err) < 0) {
 			rc = cli_fail(err);
 			goto out;
 		}
@@ -232,15 +239,17 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 		break;
 	case HUTCH_EXEC_TIMEOUT:
 		if (!json_out)
-			cli_error("timed out after %.3g s: the command and everything it started were killed",
-				  (double)o.timeout_ms / 1000.0);
+			cli_error(
+				"timed out after %.3g s: the command and everything it started were killed",
+				(double)o.timeout_ms / 1000.0);
 		rc = EXIT_TIMEOUT;
 		break;
 	case HUTCH_EXEC_SANDBOX_LOST:
 		if (!json_out)
-			cli_error("session '%s': the container died while the command ran; "
-				  "the command was not run again, the next one gets a new container",
-				  name);
+			cli_error(
+				"session '%s': the container died while the command ran; "
+				"the command was not run again, the next one gets a new container",
+				name);
 		rc = EXIT_HUTCH_FAILED;
 		break;
 	case HUTCH_EXEC_CANCELLED:
@@ -251,7 +260,8 @@ static int run(cli_globals *g, int argc, char **argv, int shell)
 		else
 			rc = EXIT_HUTCH_FAILED;
 		if (!json_out && !st.broken)
-			cli_error("interrupted: the command and everything it started were killed");
+			cli_error(
+				"interrupted: the command and everything it started were killed");
 		break;
 	}
 out:

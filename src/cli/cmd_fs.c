@@ -22,21 +22,31 @@
 #define EXIT_NOMATCH 1
 #define EXIT_REFUSED 2
 
-enum tool { T_READ, T_WRITE, T_EDIT, T_GREP, T_FIND, T_LS };
+enum tool {
+	T_READ,
+	T_WRITE,
+	T_EDIT,
+	T_GREP,
+	T_FIND,
+	T_LS
+};
 
 static const struct tool_info {
 	const char *name;
 	const char *usage;
-	const char *opts;        /* option letters the tool accepts */
-	int min_args, max_args;  /* operands after SESSION */
+	const char *opts;	/* option letters the tool accepts */
+	int min_args, max_args; /* operands after SESSION */
 } tools[] = {
-	[T_READ] = { "read", "read SESSION PATH [--offset LINE] [--limit N] [--max-bytes BYTES]",
+	[T_READ] = { "read",
+		     "read SESSION PATH [--offset LINE] [--limit N] [--max-bytes BYTES]",
 		     "olb", 1, 1 },
-	[T_WRITE] = { "write", "write SESSION PATH [--content TEXT]   (else stdin)",
-		      "c", 1, 1 },
+	[T_WRITE] = { "write",
+		      "write SESSION PATH [--content TEXT]   (else stdin)", "c",
+		      1, 1 },
 	[T_EDIT] = { "edit", "edit SESSION PATH --old TEXT --new TEXT [--all]",
 		     "ONa", 1, 1 },
-	[T_GREP] = { "grep", "grep SESSION PATTERN [PATH] [--include GLOB]... [-i] [--max N]",
+	[T_GREP] = { "grep",
+		     "grep SESSION PATTERN [PATH] [--include GLOB]... [-i] [--max N]",
 		     "Iim", 1, 2 },
 	[T_FIND] = { "find", "find SESSION GLOB [PATH] [--type f|d] [--max N]",
 		     "Tm", 1, 2 },
@@ -53,7 +63,8 @@ static void on_signal(int sig)
 
 static void usage(enum tool t)
 {
-	fprintf(stderr, "usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
+	fprintf(stderr,
+		"usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
 		tools[t].usage);
 }
 
@@ -61,17 +72,28 @@ static void usage(enum tool t)
 static const char *code_token(int code)
 {
 	switch (code) {
-	case HUTCH_EESCAPE: return "escape";
-	case HUTCH_ENOTFOUND: return "not_found";
-	case HUTCH_EINVALID: return "invalid";
-	case HUTCH_ENOMATCH: return "no_match";
-	case HUTCH_EAMBIGUOUS: return "ambiguous";
-	case HUTCH_ETOOBIG: return "too_big";
-	case HUTCH_ECONFLICT: return "conflict";
-	case HUTCH_ETIMEOUT: return "timeout";
-	case HUTCH_ECANCELLED: return "cancelled";
-	case HUTCH_EUNREACHABLE: return "unreachable";
-	default: return "failed";
+	case HUTCH_EESCAPE:
+		return "escape";
+	case HUTCH_ENOTFOUND:
+		return "not_found";
+	case HUTCH_EINVALID:
+		return "invalid";
+	case HUTCH_ENOMATCH:
+		return "no_match";
+	case HUTCH_EAMBIGUOUS:
+		return "ambiguous";
+	case HUTCH_ETOOBIG:
+		return "too_big";
+	case HUTCH_ECONFLICT:
+		return "conflict";
+	case HUTCH_ETIMEOUT:
+		return "timeout";
+	case HUTCH_ECANCELLED:
+		return "cancelled";
+	case HUTCH_EUNREACHABLE:
+		return "unreachable";
+	default:
+		return "failed";
 	}
 }
 
@@ -89,16 +111,22 @@ static int fail(hutch_error *err, int json)
 	const char *detail = hutch_error_detail(err);
 
 	if (json) {
-		json_object *o = json_object_new_object(), *e = json_object_new_object();
+		json_object *o = json_object_new_object(),
+			    *e = json_object_new_object();
 
-		json_object_object_add(e, "code", json_object_new_string(code_token(code)));
-		json_object_object_add(e, "message",
-				       json_object_new_string(hutch_error_message(err)));
+		json_object_object_add(
+			e, "code", json_object_new_string(code_token(code)));
+		json_object_object_add(
+			e, "message",
+			json_object_new_string(hutch_error_message(err)));
 		if (detail)
-			json_object_object_add(e, "detail", json_object_new_string(detail));
+			json_object_object_add(e, "detail",
+					       json_object_new_string(detail));
 		json_object_object_add(o, "error", e);
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+		       json_object_to_json_string_ext(
+			       o, JSON_C_TO_STRING_PLAIN |
+					  JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		cli_error("%s", hutch_error_message(err));
@@ -152,10 +180,14 @@ static int read_stdin(char **out, size_t *len)
 static const char *type_name(hutch_fs_type t)
 {
 	switch (t) {
-	case HUTCH_FS_FILE: return "file";
-	case HUTCH_FS_DIR: return "dir";
-	case HUTCH_FS_SYMLINK: return "symlink";
-	default: return "other";
+	case HUTCH_FS_FILE:
+		return "file";
+	case HUTCH_FS_DIR:
+		return "dir";
+	case HUTCH_FS_SYMLINK:
+		return "symlink";
+	default:
+		return "other";
 	}
 }
 
@@ -175,14 +207,17 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 			return EXIT_HUTCH_FAILED;
 		hutch_fs_result_lines(res, &a, &b, &c, &d);
 		if (hutch_fs_result_truncated(res) && d)
-			cli_error("read: %s: lines %" PRIu64 "-%" PRIu64 " of %" PRIu64
+			cli_error("read: %s: lines %" PRIu64 "-%" PRIu64
+				  " of %" PRIu64
 				  " shown; go on with --offset %" PRIu64,
-				  hutch_fs_result_path(res), a, a + b - 1, c, d);
+				  hutch_fs_result_path(res), a, a + b - 1, c,
+				  d);
 		return 0;
 	case T_WRITE:
 		hutch_fs_result_write(res, &a, &created);
-		printf("%s: %" PRIu64 " bytes written%s\n", hutch_fs_result_path(res),
-		       a, created ? " (new file)" : "");
+		printf("%s: %" PRIu64 " bytes written%s\n",
+		       hutch_fs_result_path(res), a,
+		       created ? " (new file)" : "");
 		return 0;
 	case T_EDIT:
 		hutch_fs_result_edit(res, &a, &text);
@@ -224,8 +259,10 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 				free(own[k]);
 		}
 		if (hutch_fs_result_truncated(res))
-			cli_error("%s: stopped after %zu entries; narrow the search or "
-				  "raise --max", tools[t].name, n);
+			cli_error(
+				"%s: stopped after %zu entries; narrow the search or "
+				"raise --max",
+				tools[t].name, n);
 		return t == T_GREP && n == 0 ? EXIT_NOMATCH : 0;
 	}
 	return 0;
@@ -269,8 +306,8 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		if (c != 'j' && c != 't' && c != 'h' && c != 's' &&
 		    (c == '?' || !strchr(ti->opts, c))) {
 			if (c != '?')
-				cli_error("%s: option '%s' does not apply", ti->name,
-					  argv[optind - 1]);
+				cli_error("%s: option '%s' does not apply",
+					  ti->name, argv[optind - 1]);
 			usage(t);
 			goto out;
 		}
@@ -290,7 +327,8 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		case 't':
 			v = cli_parse_seconds(optarg);
 			if (v <= 0) {
-				cli_error("invalid --timeout '%s': seconds", optarg);
+				cli_error("invalid --timeout '%s': seconds",
+					  optarg);
 				goto out;
 			}
 			o.timeout_ms = (uint64_t)v;
@@ -300,10 +338,16 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		case 'm':
 		case 'b':
 			v = cli_parse_size(optarg);
-			if (v <= 0 || (c != 'b' && strspn(optarg, "0123456789") != strlen(optarg))) {
-				cli_error("invalid --%s '%s': a positive number",
-					  c == 'o' ? "offset" : c == 'l' ? "limit" :
-					  c == 'm' ? "max" : "max-bytes", optarg);
+			if (v <= 0 ||
+			    (c != 'b' &&
+			     strspn(optarg, "0123456789") != strlen(optarg))) {
+				cli_error(
+					"invalid --%s '%s': a positive number",
+					c == 'o' ? "offset" :
+					c == 'l' ? "limit" :
+					c == 'm' ? "max" :
+						   "max-bytes",
+					optarg);
 				goto out;
 			}
 			if (c == 'o')
@@ -338,8 +382,10 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 			o.ignore_case = 1;
 			break;
 		case 'T':
-			if (strcmp(optarg, "f") != 0 && strcmp(optarg, "d") != 0) {
-				cli_error("invalid --type '%s': f or d", optarg);
+			if (strcmp(optarg, "f") != 0 &&
+			    strcmp(optarg, "d") != 0) {
+				cli_error("invalid --type '%s': f or d",
+					  optarg);
 				goto out;
 			}
 			o.type = optarg[0];
@@ -347,7 +393,7 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		}
 	}
 	args = argv + optind;
-	nargs = argc - optind - 1;   /* operands after SESSION */
+	nargs = argc - optind - 1; /* operands after SESSION */
 	if (nargs < ti->min_args || nargs > ti->max_args) {
 		usage(t);
 		goto out;
@@ -368,11 +414,12 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		content = stdin_buf;
 	}
 
-	if ((rc = cli_session_engine(g, args[0], HUTCH_FLEET_CREATE, &engine)) != 0)
+	if ((rc = cli_session_engine(g, args[0], HUTCH_FLEET_CREATE,
+				     &engine)) != 0)
 		goto out;
 	if (hutch_session_open(&session, engine, args[0], NULL, &err) < 0 ||
-	    (secrets.n &&
-	     hutch_session_set_secrets(session, secrets.v, secrets.n, &err) < 0)) {
+	    (secrets.n && hutch_session_set_secrets(session, secrets.v,
+						    secrets.n, &err) < 0)) {
 		rc = fail(err, json);
 		goto out;
 	}
@@ -392,13 +439,13 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		call = hutch_fs_read(&res, session, args[1], &o, &err);
 		break;
 	case T_WRITE:
-		call = hutch_fs_write(&res, session, args[1], content, content_len,
-				      &o, &err);
+		call = hutch_fs_write(&res, session, args[1], content,
+				      content_len, &o, &err);
 		break;
 	case T_EDIT:
 		call = hutch_fs_edit(&res, session, args[1], old_text,
-				     strlen(old_text), new_text, strlen(new_text),
-				     &o, &err);
+				     strlen(old_text), new_text,
+				     strlen(new_text), &o, &err);
 		break;
 	case T_GREP:
 		call = hutch_fs_grep(&res, session, args[1],
@@ -410,7 +457,8 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		break;
 	case T_LS:
 	default:
-		call = hutch_fs_ls(&res, session, nargs > 0 ? args[1] : NULL, &o, &err);
+		call = hutch_fs_ls(&res, session, nargs > 0 ? args[1] : NULL,
+				   &o, &err);
 		break;
 	}
 	if (call < 0) {
@@ -419,12 +467,15 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 	}
 	if (json) {
 		printf("%s\n", hutch_fs_result_json(res));
-		rc = t == T_GREP && hutch_fs_result_count(res) == 0 ? EXIT_NOMATCH : 0;
+		rc = t == T_GREP && hutch_fs_result_count(res) == 0 ?
+			     EXIT_NOMATCH :
+			     0;
 	} else {
 		rc = print_text(t, res);
 	}
 	if (fflush(stdout) != 0 && rc == 0) {
-		cli_error("%s: writing the result: %s", ti->name, strerror(errno));
+		cli_error("%s: writing the result: %s", ti->name,
+			  strerror(errno));
 		rc = EXIT_HUTCH_FAILED;
 	}
 out:

@@ -10,12 +10,13 @@
 #include "cli.h"
 #include "duration.h"
 
-#define GC_USAGE "usage: hutch gc --idle DURATION [--match GLOB] [--dry-run] [--json]"
+#define GC_USAGE \
+	"usage: hutch gc --idle DURATION [--match GLOB] [--dry-run] [--json]"
 
 struct gc_out {
 	int json;
 	const char *engine; /* URL of the engine being collected */
-	int many;           /* more than one engine: say which */
+	int many;	    /* more than one engine: say which */
 	size_t nfailed;
 	json_object *removed, *would, *busy, *kept, *failed;
 };
@@ -28,28 +29,33 @@ static json_object *entry_json(const hutch_gc_entry *en, const char *engine)
 		return NULL;
 	json_object_object_add(o, "name", json_object_new_string(en->name));
 	json_object_object_add(o, "kind", json_object_new_string(en->kind));
-	json_object_object_add(o, "last_used", json_object_new_int64(en->last_used));
+	json_object_object_add(o, "last_used",
+			       json_object_new_int64(en->last_used));
 	json_object_object_add(o, "idle", json_object_new_int64(en->idle));
 	json_object_object_add(o, "engine", json_object_new_string(engine));
 	if (en->error)
-		json_object_object_add(o, "error",
-				       json_object_new_string(hutch_error_message(en->error)));
+		json_object_object_add(
+			o, "error",
+			json_object_new_string(hutch_error_message(en->error)));
 	return o;
 }
 
 static void on_entry(const hutch_gc_entry *en, void *payload)
 {
 	struct gc_out *out = payload;
-	const char *what = strcmp(en->kind, "session") == 0 ? "session" : "agent volume of";
+	const char *what = strcmp(en->kind, "session") == 0 ? "session" :
+							      "agent volume of";
 	char idle[32];
 
 	if (en->action == HUTCH_GC_FAILED)
 		out->nfailed++;
 	if (out->json) {
-		json_object *arr = en->action == HUTCH_GC_REMOVED ? out->removed :
-				   en->action == HUTCH_GC_WOULD_REMOVE ? out->would :
-				   en->action == HUTCH_GC_BUSY ? out->busy :
-				   en->action == HUTCH_GC_KEPT ? out->kept : out->failed;
+		json_object *arr =
+			en->action == HUTCH_GC_REMOVED	    ? out->removed :
+			en->action == HUTCH_GC_WOULD_REMOVE ? out->would :
+			en->action == HUTCH_GC_BUSY	    ? out->busy :
+			en->action == HUTCH_GC_KEPT	    ? out->kept :
+							      out->failed;
 
 		json_object_array_add(arr, entry_json(en, out->engine));
 		return;
@@ -61,12 +67,14 @@ static void on_entry(const hutch_gc_entry *en, void *payload)
 		       out->many ? " on " : "", out->many ? out->engine : "");
 		break;
 	case HUTCH_GC_WOULD_REMOVE:
-		printf("would remove %s %s (idle %s)%s%s\n", what, en->name, idle,
-		       out->many ? " on " : "", out->many ? out->engine : "");
+		printf("would remove %s %s (idle %s)%s%s\n", what, en->name,
+		       idle, out->many ? " on " : "",
+		       out->many ? out->engine : "");
 		break;
 	case HUTCH_GC_BUSY:
-		printf("skipped %s %s (idle %s)%s%s: busy, a command is running\n", what,
-		       en->name, idle, out->many ? " on " : "", out->many ? out->engine : "");
+		printf("skipped %s %s (idle %s)%s%s: busy, a command is running\n",
+		       what, en->name, idle, out->many ? " on " : "",
+		       out->many ? out->engine : "");
 		break;
 	case HUTCH_GC_FAILED:
 		cli_error("%s", hutch_error_message(en->error));
@@ -95,10 +103,18 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': idle = optarg; break;
-		case 'm': o.match = optarg; break;
-		case 'n': o.dry_run = 1; break;
-		case 'j': out.json = 1; break;
+		case 'i':
+			idle = optarg;
+			break;
+		case 'm':
+			o.match = optarg;
+			break;
+		case 'n':
+			o.dry_run = 1;
+			break;
+		case 'j':
+			out.json = 1;
+			break;
 		case 'h':
 			puts(GC_USAGE);
 			return 0;
@@ -111,8 +127,10 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 		return EXIT_HUTCH_FAILED;
 	}
 	if (cli_parse_duration(idle, &o.idle) < 0) {
-		cli_error("invalid duration '%.80s': use a number and a unit, d, h, m or s, "
-			  "largest first (90s, 30m, 2h, 7d, 1h30m), or 0", idle);
+		cli_error(
+			"invalid duration '%.80s': use a number and a unit, d, h, m or s, "
+			"largest first (90s, 30m, 2h, 7d, 1h30m), or 0",
+			idle);
 		return EXIT_HUTCH_FAILED;
 	}
 	if (out.json) {
@@ -121,7 +139,8 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 		out.busy = json_object_new_array();
 		out.kept = json_object_new_array();
 		out.failed = json_object_new_array();
-		if (!out.removed || !out.would || !out.busy || !out.kept || !out.failed) {
+		if (!out.removed || !out.would || !out.busy || !out.kept ||
+		    !out.failed) {
 			cli_error("out of memory");
 			rc = EXIT_HUTCH_FAILED;
 			goto out;
@@ -143,7 +162,8 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 		/* Without --json each session that failed was said already. */
 		if (err && (out.json || out.nfailed == failed_before)) {
 			if (out.many)
-				cli_error("%s: %s", out.engine, hutch_error_message(err));
+				cli_error("%s: %s", out.engine,
+					  hutch_error_message(err));
 			else
 				cli_error("%s", hutch_error_message(err));
 		}
@@ -153,15 +173,24 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 		json_object *doc = json_object_new_object();
 
 		if (doc) {
-			json_object_object_add(doc, "idle", json_object_new_int64(o.idle));
-			json_object_object_add(doc, "dry_run", json_object_new_boolean(o.dry_run));
-			json_object_object_add(doc, "removed", json_object_get(out.removed));
-			json_object_object_add(doc, "would_remove", json_object_get(out.would));
-			json_object_object_add(doc, "busy", json_object_get(out.busy));
-			json_object_object_add(doc, "kept", json_object_get(out.kept));
-			json_object_object_add(doc, "failed", json_object_get(out.failed));
-			puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-							    JSON_C_TO_STRING_NOSLASHESCAPE));
+			json_object_object_add(doc, "idle",
+					       json_object_new_int64(o.idle));
+			json_object_object_add(
+				doc, "dry_run",
+				json_object_new_boolean(o.dry_run));
+			json_object_object_add(doc, "removed",
+					       json_object_get(out.removed));
+			json_object_object_add(doc, "would_remove",
+					       json_object_get(out.would));
+			json_object_object_add(doc, "busy",
+					       json_object_get(out.busy));
+			json_object_object_add(doc, "kept",
+					       json_object_get(out.kept));
+			json_object_object_add(doc, "failed",
+					       json_object_get(out.failed));
+			puts(json_object_to_json_string_ext(
+				doc, JSON_C_TO_STRING_PLAIN |
+					     JSON_C_TO_STRING_NOSLASHESCAPE));
 			json_object_put(doc);
 		}
 	}

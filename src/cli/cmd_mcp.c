@@ -20,8 +20,9 @@
 #include "cli.h"
 #include "mcp.h"
 
-#define USAGE_MCP "usage: hutch mcp [--session NAME] [--rm] [--image IMG] " \
-		  "[--workspace DIR] [--env K=V]... [--secret NAME[=@FILE]]..."
+#define USAGE_MCP                                                 \
+	"usage: hutch mcp [--session NAME] [--rm] [--image IMG] " \
+	"[--workspace DIR] [--env K=V]... [--secret NAME[=@FILE]]..."
 
 /* SIGINT/SIGTERM/SIGHUP end the server as EOF on stdin does: running
  * commands are killed in the container, then --rm applies. */
@@ -94,10 +95,11 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 			 * choosing: resolve now and say so if it is wrong,
 			 * rather than fail the model's first call. */
 			errno = 0;
-			if (!realpath(optarg, workspace) || stat(workspace, &st) < 0 ||
-			    !S_ISDIR(st.st_mode)) {
+			if (!realpath(optarg, workspace) ||
+			    stat(workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
 				cli_error("mcp: workspace '%s': %s", optarg,
-					  errno ? strerror(errno) : "not a directory");
+					  errno ? strerror(errno) :
+						  "not a directory");
 				goto out;
 			}
 			so.workspace = workspace;
@@ -128,13 +130,16 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 		goto out;
 	}
 	if (session && !hutch_session_name_valid(session)) {
-		cli_error("invalid session name '%s': use 1 to 63 letters, digits, '_', '.' "
-			  "or '-', starting with a letter or digit", session);
+		cli_error(
+			"invalid session name '%s': use 1 to 63 letters, digits, '_', '.' "
+			"or '-', starting with a letter or digit",
+			session);
 		goto out;
 	}
 	if (!session) {
 		if (fresh_name(name, sizeof(name)) < 0) {
-			cli_error("mcp: no random bytes for a session name: %s", strerror(errno));
+			cli_error("mcp: no random bytes for a session name: %s",
+				  strerror(errno));
 			goto out;
 		}
 		session = name;
@@ -151,7 +156,8 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 		hutch_error *err = NULL;
 
 		if (hutch_session_open(&probe, NULL, session, NULL, &err) < 0 ||
-		    hutch_session_set_secrets(probe, secrets.v, secrets.n, &err) < 0) {
+		    hutch_session_set_secrets(probe, secrets.v, secrets.n,
+					      &err) < 0) {
 			cli_error("mcp: %s", hutch_error_message(err));
 			hutch_error_free(err);
 			hutch_session_free(probe);
@@ -181,7 +187,9 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 	cfg.wake_fd = stop_pipe[0];
 	fprintf(stderr, "hutch mcp: serving session '%s' on stdio%s\n", session,
 		rm ? " (removed when the client disconnects)" : "");
-	rc = mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO) < 0 ? EXIT_HUTCH_FAILED : 0;
+	rc = mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO) < 0 ?
+		     EXIT_HUTCH_FAILED :
+		     0;
 out:
 	cli_env_free(&env, &owned_env);
 	cli_secrets_free(&secrets);

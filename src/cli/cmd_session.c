@@ -14,10 +14,11 @@
 
 #include "cli.h"
 
-#define USAGE_UP "usage: hutch up SESSION [--image IMG] [--workspace DIR | --seed DIR " \
-		 "[--exclude GLOB]...] [--env K=V]... [--user USER] [--memory SIZE] " \
-		 "[--cpus N] [--pids N] [--cap-add CAP]... [--network NAME] " \
-		 "[--read-only | --no-read-only] [--recreate] [--json]"
+#define USAGE_UP                                                               \
+	"usage: hutch up SESSION [--image IMG] [--workspace DIR | --seed DIR " \
+	"[--exclude GLOB]...] [--env K=V]... [--user USER] [--memory SIZE] "   \
+	"[--cpus N] [--pids N] [--cap-add CAP]... [--network NAME] "           \
+	"[--read-only | --no-read-only] [--recreate] [--json]"
 
 /* Raised by SIGINT/SIGTERM/SIGHUP while `up --seed` copies: the copy stops
  * and the half-seeded session is removed instead of being left behind. */
@@ -67,7 +68,8 @@ static int seed_session(hutch_engine *engine, hutch_session *s, const char *dir,
 	if (hutch_session_remove(engine, hutch_session_name(s), &rmerr) < 0)
 		cli_fail(rmerr);
 	else
-		cli_error("removed the half-seeded session '%s'", hutch_session_name(s));
+		cli_error("removed the half-seeded session '%s'",
+			  hutch_session_name(s));
 	return EXIT_HUTCH_FAILED;
 }
 
@@ -78,19 +80,38 @@ static json_object *info_json(const hutch_session_info *i)
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "name", json_object_new_string(i->name));
-	json_object_object_add(o, "container", i->container ? json_object_new_string(i->container) : NULL);
-	json_object_object_add(o, "id", i->id ? json_object_new_string(i->id) : NULL);
-	json_object_object_add(o, "image", i->image ? json_object_new_string(i->image) : NULL);
-	json_object_object_add(o, "state", json_object_new_string(i->state ? i->state : "unknown"));
-	json_object_object_add(o, "workspace", i->workspace ? json_object_new_string(i->workspace) : NULL);
-	json_object_object_add(o, "hutch_version", i->hutch_version ? json_object_new_string(i->hutch_version) : NULL);
+	json_object_object_add(
+		o, "container",
+		i->container ? json_object_new_string(i->container) : NULL);
+	json_object_object_add(o, "id",
+			       i->id ? json_object_new_string(i->id) : NULL);
+	json_object_object_add(
+		o, "image", i->image ? json_object_new_string(i->image) : NULL);
+	json_object_object_add(o, "state",
+			       json_object_new_string(i->state ? i->state :
+								 "unknown"));
+	json_object_object_add(
+		o, "workspace",
+		i->workspace ? json_object_new_string(i->workspace) : NULL);
+	json_object_object_add(
+		o, "hutch_version",
+		i->hutch_version ? json_object_new_string(i->hutch_version) :
+				   NULL);
 	json_object_object_add(o, "created", json_object_new_int64(i->created));
 	/* The lockdown, null for a session made before hutch recorded it. */
-	json_object_object_add(o, "user", i->user ? json_object_new_string(i->user) : NULL);
-	json_object_object_add(o, "memory", i->memory >= 0 ? json_object_new_int64(i->memory) : NULL);
-	json_object_object_add(o, "cpus", i->nano_cpus >= 0 ?
-			       json_object_new_double((double)i->nano_cpus / 1e9) : NULL);
-	json_object_object_add(o, "pids", i->pids >= 0 ? json_object_new_int64(i->pids) : NULL);
+	json_object_object_add(
+		o, "user", i->user ? json_object_new_string(i->user) : NULL);
+	json_object_object_add(
+		o, "memory",
+		i->memory >= 0 ? json_object_new_int64(i->memory) : NULL);
+	json_object_object_add(
+		o, "cpus",
+		i->nano_cpus >= 0 ?
+			json_object_new_double((double)i->nano_cpus / 1e9) :
+			NULL);
+	json_object_object_add(o, "pids",
+			       i->pids >= 0 ? json_object_new_int64(i->pids) :
+					      NULL);
 	if (i->cap_add) {
 		json_object *caps = json_object_new_array();
 
@@ -98,7 +119,9 @@ static json_object *info_json(const hutch_session_info *i)
 			size_t n = strcspn(p, ",");
 
 			if (n)
-				json_object_array_add(caps, json_object_new_string_len(p, (int)n));
+				json_object_array_add(
+					caps,
+					json_object_new_string_len(p, (int)n));
 			p += n;
 			if (*p)
 				p++;
@@ -107,9 +130,13 @@ static json_object *info_json(const hutch_session_info *i)
 	} else {
 		json_object_object_add(o, "cap_add", NULL);
 	}
-	json_object_object_add(o, "network", i->network ? json_object_new_string(i->network) : NULL);
-	json_object_object_add(o, "read_only", i->read_only >= 0 ?
-			       json_object_new_boolean(i->read_only) : NULL);
+	json_object_object_add(o, "network",
+			       i->network ? json_object_new_string(i->network) :
+					    NULL);
+	json_object_object_add(o, "read_only",
+			       i->read_only >= 0 ?
+				       json_object_new_boolean(i->read_only) :
+				       NULL);
 	return o;
 }
 
@@ -154,20 +181,23 @@ static void limits_line(const hutch_session_info *i)
 {
 	if (i->memory < 0) {
 		printf("  limits: none recorded (a session from before hutch locked sessions "
-		       "down: 'hutch up %s --recreate' applies them)\n", i->name);
+		       "down: 'hutch up %s --recreate' applies them)\n",
+		       i->name);
 		return;
 	}
 	printf("  user %s, memory %lld MiB, cpus %.2f, pids %lld, network %s, "
-	       "capabilities %s%s\n", i->user ? i->user : "-",
-	       (long long)(i->memory >> 20), (double)i->nano_cpus / 1e9,
-	       (long long)i->pids, i->network ? i->network : "-",
+	       "capabilities %s%s\n",
+	       i->user ? i->user : "-", (long long)(i->memory >> 20),
+	       (double)i->nano_cpus / 1e9, (long long)i->pids,
+	       i->network ? i->network : "-",
 	       i->cap_add && *i->cap_add ? i->cap_add : "none",
 	       i->read_only == 1 ? ", read-only root" : "");
 }
 
 static void print_json(json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	puts(json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static void age(char *out, size_t outsz, long long created)
@@ -247,27 +277,33 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		case 'm':
 			so.memory = cli_parse_size(optarg);
 			if (so.memory < 0) {
-				cli_error("--memory '%s': expected a size such as 512m or 2g", optarg);
+				cli_error(
+					"--memory '%s': expected a size such as 512m or 2g",
+					optarg);
 				goto out;
 			}
 			if (so.memory < HUTCH_SESSION_MIN_MEMORY) {
-				cli_error("--memory '%s': a session needs at least 6m", optarg);
+				cli_error(
+					"--memory '%s': a session needs at least 6m",
+					optarg);
 				goto out;
 			}
 			break;
 		case 'c':
 			so.nano_cpus = parse_cpus(optarg);
 			if (so.nano_cpus <= 0) {
-				cli_error("--cpus '%s': expected a number of CPUs such as 1 or 0.5",
-					  optarg);
+				cli_error(
+					"--cpus '%s': expected a number of CPUs such as 1 or 0.5",
+					optarg);
 				goto out;
 			}
 			break;
 		case 'p':
 			so.pids = parse_count(optarg);
 			if (so.pids <= 0) {
-				cli_error("--pids '%s': expected a number of processes such as 256",
-					  optarg);
+				cli_error(
+					"--pids '%s': expected a number of processes such as 256",
+					optarg);
 				goto out;
 			}
 			break;
@@ -310,9 +346,10 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 	}
 	name = argv[optind];
 	if (seed && so.workspace) {
-		cli_error("--seed and --workspace exclude each other: a seeded session's "
-			  "workspace is its own volume, a --workspace session already "
-			  "sees the host directory");
+		cli_error(
+			"--seed and --workspace exclude each other: a seeded session's "
+			"workspace is its own volume, a --workspace session already "
+			"sees the host directory");
 		goto out;
 	}
 	if (excl.n && !seed) {
@@ -333,7 +370,8 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		goto out;
 	}
 	if (seed && so.recreate) {
-		cli_error("--seed fills a new session; --recreate keeps an existing one's workspace");
+		cli_error(
+			"--seed fills a new session; --recreate keeps an existing one's workspace");
 		goto out;
 	}
 	so.env = env.v;
@@ -344,7 +382,8 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		so.cap_add = caps.n ? caps.v : no_caps;
 		so.cap_add_count = caps.n;
 	}
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
+	    0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_open(&s, engine, name, &so, &err) < 0) {
@@ -358,8 +397,10 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 
 		if (r != HUTCH_ENOTFOUND) {
 			if (r == 0)
-				cli_error("session '%s' already exists; --seed only fills a new "
-					  "session: use 'hutch sync-in %s %s'", name, name, seed);
+				cli_error(
+					"session '%s' already exists; --seed only fills a new "
+					"session: use 'hutch sync-in %s %s'",
+					name, name, seed);
 			else
 				cli_fail(err);
 			err = NULL;
@@ -376,8 +417,10 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 	}
 	if (seed && !created) {
 		/* Another process made it between our check and now. */
-		cli_error("session '%s' was created by someone else meanwhile; --seed only "
-			  "fills a new session: use 'hutch sync-in %s %s'", name, name, seed);
+		cli_error(
+			"session '%s' was created by someone else meanwhile; --seed only "
+			"fills a new session: use 'hutch sync-in %s %s'",
+			name, name, seed);
 		goto out;
 	}
 	if (seed && (rc = seed_session(engine, s, seed, &excl, &seeded)) != 0)
@@ -392,21 +435,49 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 
 		if (!o)
 			goto out;
-		json_object_object_add(o, "engine", json_object_new_string(hutch_engine_url(engine)));
-		json_object_object_add(o, "created_now", json_object_new_boolean(created));
-		json_object_object_add(o, "recreated", json_object_new_boolean(so.recreate && created));
+		json_object_object_add(
+			o, "engine",
+			json_object_new_string(hutch_engine_url(engine)));
+		json_object_object_add(o, "created_now",
+				       json_object_new_boolean(created));
+		json_object_object_add(o, "recreated",
+				       json_object_new_boolean(so.recreate &&
+							       created));
 		if (seed) {
 			json_object *so_ = json_object_new_object();
 
 			if (so_) {
-				json_object_object_add(so_, "hostdir", json_object_new_string(seed));
-				json_object_object_add(so_, "files", json_object_new_int64((int64_t)seeded.files));
-				json_object_object_add(so_, "dirs", json_object_new_int64((int64_t)seeded.dirs));
-				json_object_object_add(so_, "symlinks", json_object_new_int64((int64_t)seeded.symlinks));
-				json_object_object_add(so_, "skipped", json_object_new_int64((int64_t)seeded.skipped));
-				json_object_object_add(so_, "excluded", json_object_new_int64((int64_t)seeded.excluded));
-				json_object_object_add(so_, "bytes", json_object_new_int64((int64_t)seeded.bytes));
-				json_object_object_add(so_, "duration_ms", json_object_new_int64((int64_t)seeded.duration_ms));
+				json_object_object_add(
+					so_, "hostdir",
+					json_object_new_string(seed));
+				json_object_object_add(
+					so_, "files",
+					json_object_new_int64(
+						(int64_t)seeded.files));
+				json_object_object_add(
+					so_, "dirs",
+					json_object_new_int64(
+						(int64_t)seeded.dirs));
+				json_object_object_add(
+					so_, "symlinks",
+					json_object_new_int64(
+						(int64_t)seeded.symlinks));
+				json_object_object_add(
+					so_, "skipped",
+					json_object_new_int64(
+						(int64_t)seeded.skipped));
+				json_object_object_add(
+					so_, "excluded",
+					json_object_new_int64(
+						(int64_t)seeded.excluded));
+				json_object_object_add(
+					so_, "bytes",
+					json_object_new_int64(
+						(int64_t)seeded.bytes));
+				json_object_object_add(
+					so_, "duration_ms",
+					json_object_new_int64(
+						(int64_t)seeded.duration_ms));
 			}
 			json_object_object_add(o, "seed", so_);
 		}
@@ -414,8 +485,10 @@ int cmd_up(cli_globals *g, int argc, char **argv)
 		json_object_put(o);
 	} else {
 		printf("%s session %s: container %s, image %s, workspace %s\n",
-		       !created ? "reused" : so.recreate ? "recreated" : "created", info->name,
-		       info->container ? info->container : "-",
+		       !created	   ? "reused" :
+		       so.recreate ? "recreated" :
+				     "created",
+		       info->name, info->container ? info->container : "-",
 		       info->image ? info->image : "-",
 		       info->workspace ? info->workspace : "-");
 		limits_line(info);
@@ -453,8 +526,8 @@ static int entry_by_name(const void *a, const void *b)
 	return c ? c : strcmp(x->engine, y->engine);
 }
 
-static int list_fleet(hutch_fleet *fleet, struct listed *per, struct entry **out,
-		      size_t *count, int *failed)
+static int list_fleet(hutch_fleet *fleet, struct listed *per,
+		      struct entry **out, size_t *count, int *failed)
 {
 	size_t total = 0, k = 0;
 	struct entry *all;
@@ -466,7 +539,8 @@ static int list_fleet(hutch_fleet *fleet, struct listed *per, struct entry **out
 
 		if (hutch_session_list(&per[i].infos, &per[i].n, e, &err) < 0) {
 			if (hutch_fleet_size(fleet) > 1)
-				cli_error("%s: %s", hutch_engine_url(e), hutch_error_message(err));
+				cli_error("%s: %s", hutch_engine_url(e),
+					  hutch_error_message(err));
 			else
 				cli_error("%s", hutch_error_message(err));
 			hutch_error_free(err);
@@ -484,7 +558,8 @@ static int list_fleet(hutch_fleet *fleet, struct listed *per, struct entry **out
 	for (size_t i = 0; i < hutch_fleet_size(fleet); i++)
 		for (size_t j = 0; j < per[i].n; j++) {
 			all[k].info = &per[i].infos[j];
-			all[k++].engine = hutch_engine_url(hutch_fleet_engine(fleet, i));
+			all[k++].engine =
+				hutch_engine_url(hutch_fleet_engine(fleet, i));
 		}
 	qsort(all, total, sizeof(*all), entry_by_name);
 	*out = all;
@@ -516,8 +591,12 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'n': names = 1; break;
+		case 'j':
+			json = 1;
+			break;
+		case 'n':
+			names = 1;
+			break;
 		case 'h':
 			puts("usage: hutch sessions [--json | --names]");
 			return 0;
@@ -546,8 +625,9 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 			json_object *o = info_json(all[i].info);
 
 			if (o)
-				json_object_object_add(o, "engine",
-						       json_object_new_string(all[i].engine));
+				json_object_object_add(
+					o, "engine",
+					json_object_new_string(all[i].engine));
 			json_object_array_add(arr, o);
 		}
 		if (!arr)
@@ -558,8 +638,8 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 		for (size_t i = 0; i < n; i++)
 			puts(all[i].info->name);
 	} else {
-		printf("%-24s %-10s %-28s %-12s %s%s\n", "SESSION", "STATE", "IMAGE", "CREATED",
-		       "WORKSPACE", many ? "  ENGINE" : "");
+		printf("%-24s %-10s %-28s %-12s %s%s\n", "SESSION", "STATE",
+		       "IMAGE", "CREATED", "WORKSPACE", many ? "  ENGINE" : "");
 		for (size_t i = 0; i < n; i++) {
 			const hutch_session_info *info = all[i].info;
 
@@ -618,8 +698,12 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "afh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'a': all = 1; break;
-		case 'f': force = 1; break;
+		case 'a':
+			all = 1;
+			break;
+		case 'f':
+			force = 1;
+			break;
 		case 'h':
 			puts("usage: hutch rm [--force] SESSION... | hutch rm --all");
 			return 0;
@@ -628,7 +712,8 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 		}
 	}
 	if (all == (optind < argc)) {
-		cli_error("usage: hutch rm [--force] SESSION... | hutch rm --all");
+		cli_error(
+			"usage: hutch rm [--force] SESSION... | hutch rm --all");
 		return EXIT_HUTCH_FAILED;
 	}
 	if ((rc = cli_fleet(g, &fleet)) != 0)
@@ -645,8 +730,11 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 			for (size_t j = 0; j < per[i].n; j++) {
 				hutch_error *err = NULL;
 
-				if (hutch_session_remove(e, per[i].infos[j].name, &err) == 0) {
-					printf("removed %s\n", per[i].infos[j].name);
+				if (hutch_session_remove(e,
+							 per[i].infos[j].name,
+							 &err) == 0) {
+					printf("removed %s\n",
+					       per[i].infos[j].name);
 				} else {
 					cli_fail(err);
 					failed = 1;

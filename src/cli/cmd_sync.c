@@ -12,7 +12,8 @@
 
 #include "cli.h"
 
-#define USAGE_IN "usage: hutch sync-in SESSION HOSTDIR [--exclude GLOB]... [--json]"
+#define USAGE_IN \
+	"usage: hutch sync-in SESSION HOSTDIR [--exclude GLOB]... [--json]"
 #define USAGE_OUT "usage: hutch sync-out SESSION HOSTDIR [PATH] [--json]"
 /* At most four progress updates a second. */
 #define PROGRESS_EVERY_MS 250
@@ -31,7 +32,8 @@ static unsigned long long now_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000ULL;
+	return (unsigned long long)ts.tv_sec * 1000ULL +
+	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
 static void human_size(char *out, size_t outsz, double v)
@@ -81,8 +83,9 @@ void cli_sync_summary(const char *verb, const hutch_sync_stats *st)
 
 	human_size(size, sizeof(size), (double)st->bytes);
 	printf("%s %llu files, %llu directories, %llu symlinks (%s) in %.2f s",
-	       verb, (unsigned long long)st->files, (unsigned long long)st->dirs,
-	       (unsigned long long)st->symlinks, size, (double)st->duration_ms / 1000.0);
+	       verb, (unsigned long long)st->files,
+	       (unsigned long long)st->dirs, (unsigned long long)st->symlinks,
+	       size, (double)st->duration_ms / 1000.0);
 	if (st->hardlinks)
 		printf(", %llu hard links", (unsigned long long)st->hardlinks);
 	if (st->excluded)
@@ -102,19 +105,32 @@ static void print_json(const char *session, const char *direction,
 	if (!o)
 		return;
 	json_object_object_add(o, "session", json_object_new_string(session));
-	json_object_object_add(o, "direction", json_object_new_string(direction));
+	json_object_object_add(o, "direction",
+			       json_object_new_string(direction));
 	json_object_object_add(o, "hostdir", json_object_new_string(hostdir));
-	json_object_object_add(o, "path", json_object_new_string(path ? path : "."));
-	json_object_object_add(o, "files", json_object_new_int64((int64_t)st->files));
-	json_object_object_add(o, "dirs", json_object_new_int64((int64_t)st->dirs));
-	json_object_object_add(o, "symlinks", json_object_new_int64((int64_t)st->symlinks));
-	json_object_object_add(o, "hardlinks", json_object_new_int64((int64_t)st->hardlinks));
-	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)st->skipped));
-	json_object_object_add(o, "excluded", json_object_new_int64((int64_t)st->excluded));
-	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)st->bytes));
-	json_object_object_add(o, "archive_bytes", json_object_new_int64((int64_t)st->archive_bytes));
-	json_object_object_add(o, "duration_ms", json_object_new_int64((int64_t)st->duration_ms));
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_object_add(o, "path",
+			       json_object_new_string(path ? path : "."));
+	json_object_object_add(o, "files",
+			       json_object_new_int64((int64_t)st->files));
+	json_object_object_add(o, "dirs",
+			       json_object_new_int64((int64_t)st->dirs));
+	json_object_object_add(o, "symlinks",
+			       json_object_new_int64((int64_t)st->symlinks));
+	json_object_object_add(o, "hardlinks",
+			       json_object_new_int64((int64_t)st->hardlinks));
+	json_object_object_add(o, "skipped",
+			       json_object_new_int64((int64_t)st->skipped));
+	json_object_object_add(o, "excluded",
+			       json_object_new_int64((int64_t)st->excluded));
+	json_object_object_add(o, "bytes",
+			       json_object_new_int64((int64_t)st->bytes));
+	json_object_object_add(
+		o, "archive_bytes",
+		json_object_new_int64((int64_t)st->archive_bytes));
+	json_object_object_add(o, "duration_ms",
+			       json_object_new_int64((int64_t)st->duration_ms));
+	puts(json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 }
 
@@ -191,15 +207,16 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 	}
 	so.cancel = interrupt;
 	catch_signals();
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) != 0)
+	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
+	    0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	r = in ? hutch_sync_in(&st, s, hostdir, &so, &err)
-	       : hutch_sync_out(&st, s, hostdir, path, &so, &err);
+	r = in ? hutch_sync_in(&st, s, hostdir, &so, &err) :
+		 hutch_sync_out(&st, s, hostdir, path, &so, &err);
 	cli_sync_progress_end(&ps);
 	if (r < 0) {
 		rc = cli_fail(err);

@@ -14,7 +14,7 @@ int cli_parse_duration(const char *s, long long *out)
 		long long seconds;
 	} units[] = { { 'd', 86400 }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
 	long long total = 0;
-	size_t next = 0;	/* the first unit still allowed */
+	size_t next = 0; /* the first unit still allowed */
 
 	if (!s || !*s)
 		return -1;
@@ -39,7 +39,8 @@ int cli_parse_duration(const char *s, long long *out)
 		for (u = next; u < sizeof(units) / sizeof(units[0]); u++)
 			if (*s == units[u].unit)
 				break;
-		if (u == sizeof(units) / sizeof(units[0]) || n > CLI_DURATION_MAX)
+		if (u == sizeof(units) / sizeof(units[0]) ||
+		    n > CLI_DURATION_MAX)
 			return -1;
 		total += n * units[u].seconds;
 		if (total > CLI_DURATION_MAX)

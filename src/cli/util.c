@@ -59,9 +59,11 @@ int cli_session_engine(cli_globals *g, const char *name, int flags,
 	if (rc == 0 && found == 0) {
 		for (size_t i = 0; i < hutch_fleet_size(fleet); i++)
 			if (hutch_fleet_engine_down(fleet, i))
-				cli_error("warning: %s does not answer; session '%s' is placed on %s",
-					  hutch_engine_url(hutch_fleet_engine(fleet, i)), name,
-					  hutch_engine_url(e));
+				cli_error(
+					"warning: %s does not answer; session '%s' is placed on %s",
+					hutch_engine_url(
+						hutch_fleet_engine(fleet, i)),
+					name, hutch_engine_url(e));
 	}
 	if (rc == 0)
 		*out = hutch_fleet_detach(fleet, e);
@@ -105,7 +107,8 @@ const char *cli_env_entry(const char *arg, char **owned)
 	/* "--env NAME" passes hutch's own value on, as docker does. */
 	v = getenv(arg);
 	if (!v) {
-		cli_error("--env %s: %s is not set in hutch's environment", arg, arg);
+		cli_error("--env %s: %s is not set in hutch's environment", arg,
+			  arg);
 		return NULL;
 	}
 	if (asprintf(owned, "%s=%s", arg, v) < 0) {
@@ -141,11 +144,25 @@ int64_t cli_parse_size(const char *s)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: return -1;
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		return -1;
 	}
 	if (*end == 'i' || *end == 'B' || *end == 'b')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
@@ -171,7 +188,8 @@ int cli_opt_max_output(const char *arg, size_t *bytes)
 	int64_t v = cli_parse_size(arg);
 
 	if (v <= 0) {
-		cli_error("invalid --max-output '%s': bytes, e.g. 65536 or 1M", arg);
+		cli_error("invalid --max-output '%s': bytes, e.g. 65536 or 1M",
+			  arg);
 		return -1;
 	}
 	*bytes = (size_t)v;
@@ -202,7 +220,8 @@ int cli_env_add(cli_strv *env, cli_strv *owned, const char *arg)
 
 	if (!entry)
 		return -1;
-	if (cli_strv_add(env, entry) < 0 || (mine && cli_strv_add(owned, mine) < 0)) {
+	if (cli_strv_add(env, entry) < 0 ||
+	    (mine && cli_strv_add(owned, mine) < 0)) {
 		free(mine);
 		cli_error("out of memory");
 		return -1;
@@ -231,7 +250,8 @@ static char *secret_file(const char *name, size_t nlen, const char *path)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		cli_error("--secret %.*s: %s: %s", (int)nlen, name, path, strerror(errno));
+		cli_error("--secret %.*s: %s: %s", (int)nlen, name, path,
+			  strerror(errno));
 		return NULL;
 	}
 	while (len < sizeof(buf)) {
@@ -239,8 +259,8 @@ static char *secret_file(const char *name, size_t nlen, const char *path)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			cli_error("--secret %.*s: %s: %s", (int)nlen, name, path,
-				  strerror(errno));
+			cli_error("--secret %.*s: %s: %s", (int)nlen, name,
+				  path, strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -252,13 +272,15 @@ static char *secret_file(const char *name, size_t nlen, const char *path)
 	if (len > 0 && buf[len - 1] == '\r')
 		len--;
 	if (len > 4096) {
-		cli_error("--secret %.*s: %s holds more than 4096 bytes", (int)nlen, name,
-			  path);
+		cli_error("--secret %.*s: %s holds more than 4096 bytes",
+			  (int)nlen, name, path);
 		goto out;
 	}
 	if (memchr(buf, '\0', len)) {
-		cli_error("--secret %.*s: %s holds a NUL byte, which no environment "
-			  "variable can", (int)nlen, name, path);
+		cli_error(
+			"--secret %.*s: %s holds a NUL byte, which no environment "
+			"variable can",
+			(int)nlen, name, path);
 		goto out;
 	}
 	if (asprintf(&entry, "%.*s=%.*s", (int)nlen, name, (int)len, buf) < 0) {
@@ -274,7 +296,8 @@ out:
 static int secret_given(const cli_strv *secrets, const char *name, size_t nlen)
 {
 	for (size_t i = 0; i < secrets->n; i++)
-		if (strncmp(secrets->v[i], name, nlen) == 0 && secrets->v[i][nlen] == '=')
+		if (strncmp(secrets->v[i], name, nlen) == 0 &&
+		    secrets->v[i][nlen] == '=')
 			return 1;
 	return 0;
 }
@@ -286,14 +309,17 @@ int cli_secret_add(cli_strv *secrets, const char *arg)
 	char *entry = NULL;
 
 	if (nlen == 0) {
-		cli_error("invalid --secret '%s': expected NAME or NAME=@FILE", arg);
+		cli_error("invalid --secret '%s': expected NAME or NAME=@FILE",
+			  arg);
 		return -1;
 	}
 	if (eq && eq[1] != '@') {
 		/* A value on the command line is in every `ps` listing. */
-		cli_error("--secret %.*s: give the value in hutch's environment "
-			  "(--secret NAME) or a file (--secret NAME=@FILE), not on the "
-			  "command line", (int)nlen, arg);
+		cli_error(
+			"--secret %.*s: give the value in hutch's environment "
+			"(--secret NAME) or a file (--secret NAME=@FILE), not on the "
+			"command line",
+			(int)nlen, arg);
 		return -1;
 	}
 	if (secret_given(secrets, arg, nlen)) {
@@ -305,7 +331,9 @@ int cli_secret_add(cli_strv *secrets, const char *arg)
 	} else {
 		v = getenv(arg);
 		if (!v) {
-			cli_error("--secret %s: %s is not set in hutch's environment", arg, arg);
+			cli_error(
+				"--secret %s: %s is not set in hutch's environment",
+				arg, arg);
 			return -1;
 		}
 		if (asprintf(&entry, "%s=%s", arg, v) < 0) {

@@ -60,8 +60,8 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
  *   - HUTCH_USE_DIR is root's, sticky and writable by all, as /tmp (see
  *     agent_mark_used).
  */
-static char *agent_archive(unsigned int owner, const char *dir, unsigned int uid,
-			   unsigned int gid, size_t *len)
+static char *agent_archive(unsigned int owner, const char *dir,
+			   unsigned int uid, unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
 	/* A ustar archive is the file plus headers, padded to 10 KiB. */
@@ -73,17 +73,17 @@ static char *agent_archive(unsigned int owner, const char *dir, unsigned int uid
 	if (!buf)
 		return NULL;
 	a = archive_write_new();
-	if (!a ||
-	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, len) != ARCHIVE_OK ||
 	    /* Names relative to "/": "HUTCH_AGENT_DIR + 1" drops the '/'. */
-	    hutch__tar_add_owned(a, HUTCH_AGENT_DIR + 1, AE_IFDIR, 0755, owner, owner,
-				 NULL, 0) < 0 ||
-	    hutch__tar_add_owned(a, HUTCH_AGENT_PATH + 1, AE_IFREG, 0111, owner, owner,
-				 hutch__agent_start, agent_len) < 0 ||
-	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR, 01777,
-			   NULL, 0) < 0 ||
-	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL, 0) < 0) ||
+	    hutch__tar_add_owned(a, HUTCH_AGENT_DIR + 1, AE_IFDIR, 0755, owner,
+				 owner, NULL, 0) < 0 ||
+	    hutch__tar_add_owned(a, HUTCH_AGENT_PATH + 1, AE_IFREG, 0111, owner,
+				 owner, hutch__agent_start, agent_len) < 0 ||
+	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR,
+			   01777, NULL, 0) < 0 ||
+	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
+					 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {
 		archive_write_free(a);
 		free(buf);
@@ -98,8 +98,9 @@ unsigned int hutch__agent_owner(unsigned int session_uid)
 	return session_uid == 0 ? HUTCH_AGENT_OWNER_IF_ROOT : 0;
 }
 
-char *hutch__agent_tar(unsigned int session_uid, const char *dir, unsigned int uid,
-		       unsigned int gid, size_t *len)
+char *hutch__agent_tar(unsigned int session_uid, const char *dir,
+		       unsigned int uid, unsigned int gid, size_t *len)
 {
-	return agent_archive(hutch__agent_owner(session_uid), dir, uid, gid, len);
+	return agent_archive(hutch__agent_owner(session_uid), dir, uid, gid,
+			     len);
 }

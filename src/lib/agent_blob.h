@@ -25,8 +25,8 @@ unsigned int hutch__agent_owner(unsigned int session_uid);
  * (mode 0111), both owned by hutch__agent_owner(session_uid), the directory
  * HUTCH_USE_DIR in it, and when `dir` is not NULL a directory `dir` (0755)
  * owned by uid:gid.  malloc'ed, or NULL when out of memory. */
-char *hutch__agent_tar(unsigned int session_uid, const char *dir, unsigned int uid,
-		       unsigned int gid, size_t *len);
+char *hutch__agent_tar(unsigned int session_uid, const char *dir,
+		       unsigned int uid, unsigned int gid, size_t *len);
 
 struct archive;
 

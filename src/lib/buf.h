@@ -10,13 +10,16 @@
 #include <stddef.h>
 
 typedef struct {
-	char *data;   /* always NUL-terminated when non-NULL */
+	char *data; /* always NUL-terminated when non-NULL */
 	size_t len;
 	size_t alloc;
-	size_t max;   /* len never exceeds this */
+	size_t max; /* len never exceeds this */
 } hutch_buf;
 
-#define HUTCH_BUF_INIT(maxlen) { NULL, 0, 0, (maxlen) }
+#define HUTCH_BUF_INIT(maxlen)       \
+	{                            \
+		NULL, 0, 0, (maxlen) \
+	}
 
 /* 0, or -1 when the buffer would exceed its maximum or memory ran out
  * (the buffer is unchanged then). */

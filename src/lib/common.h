@@ -27,4 +27,7 @@ int hutch__random_hex(char *out, size_t outsz);
 /* Milliseconds on the monotonic clock. */
 unsigned long long hutch__now_ms(void);
 
+/* Sleep `ms` milliseconds, or until a signal is handled. */
+void hutch__sleep_ms(unsigned int ms);
+
 #endif

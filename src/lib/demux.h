@@ -16,7 +16,8 @@
 enum {
 	HUTCH_DEMUX_STDOUT = 1,
 	HUTCH_DEMUX_STDERR = 2,
-	HUTCH_DEMUX_SYSTEMERR = 3, /* Docker's own error text, not the command's */
+	HUTCH_DEMUX_SYSTEMERR =
+		3, /* Docker's own error text, not the command's */
 };
 
 /* Called with payload bytes of one stream; a frame may arrive in several
@@ -26,10 +27,10 @@ typedef int (*hutch_demux_cb)(int stream, const char *data, size_t len,
 
 typedef struct {
 	unsigned char header[8];
-	size_t header_len;   /* header bytes collected so far */
-	uint32_t remaining;  /* payload bytes left in the current frame */
-	int stream;          /* stream of the current frame */
-	int failed;          /* a malformed header was seen */
+	size_t header_len;  /* header bytes collected so far */
+	uint32_t remaining; /* payload bytes left in the current frame */
+	int stream;	    /* stream of the current frame */
+	int failed;	    /* a malformed header was seen */
 	uint64_t frames;
 } hutch_demux;
 

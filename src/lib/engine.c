@@ -62,13 +62,15 @@ static int readable(const char *path)
 static int tls_setup(hutch_engine *e, const char *url, int scheme_tls,
 		     hutch_error **err)
 {
-	const char *verify = getenv("DOCKER_TLS_VERIFY"), *tls = getenv("DOCKER_TLS");
+	const char *verify = getenv("DOCKER_TLS_VERIFY"),
+		   *tls = getenv("DOCKER_TLS");
 	const char *dir = getenv("DOCKER_CERT_PATH"), *home = getenv("HOME");
 	char *ca = NULL, *cert = NULL, *key = NULL, *homedir = NULL;
 	int explicit_dir = dir && *dir, want_verify = verify && *verify;
 	int rc = 0;
 
-	if (scheme_tls < 0 || (scheme_tls == 0 && !want_verify && !(tls && *tls)))
+	if (scheme_tls < 0 ||
+	    (scheme_tls == 0 && !want_verify && !(tls && *tls)))
 		return 0; /* http://, or tcp:// without TLS settings */
 	e->tls = 1;
 	if (!explicit_dir) {
@@ -93,7 +95,8 @@ static int tls_setup(hutch_engine *e, const char *url, int scheme_tls,
 
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(files); i++)
 			if (!readable(files[i])) {
-				rc = hutch__error_set(err, HUTCH_EINVALID,
+				rc = hutch__error_set(
+					err, HUTCH_EINVALID,
 					"engine %s: DOCKER_TLS_VERIFY is set but %s cannot be read "
 					"(%s); DOCKER_CERT_PATH must hold ca.pem, cert.pem and key.pem",
 					url, files[i], strerror(errno));
@@ -101,19 +104,23 @@ static int tls_setup(hutch_engine *e, const char *url, int scheme_tls,
 			}
 	}
 	if (readable(cert) != readable(key)) {
-		rc = hutch__error_set(err, HUTCH_EINVALID,
+		rc = hutch__error_set(
+			err, HUTCH_EINVALID,
 			"engine %s: TLS client certificate: %s exists but %s cannot be read; "
-			"DOCKER_CERT_PATH needs both or neither", url,
-			readable(cert) ? cert : key, readable(cert) ? key : cert);
+			"DOCKER_CERT_PATH needs both or neither",
+			url, readable(cert) ? cert : key,
+			readable(cert) ? key : cert);
 		goto out;
 	}
 	if (readable(ca)) {
 		e->tls_ca = ca;
 		ca = NULL;
 	} else if (explicit_dir && !readable(cert)) {
-		rc = hutch__error_set(err, HUTCH_EINVALID,
+		rc = hutch__error_set(
+			err, HUTCH_EINVALID,
 			"engine %s: DOCKER_CERT_PATH '%s' holds neither ca.pem nor cert.pem "
-			"and key.pem", url, dir);
+			"and key.pem",
+			url, dir);
 		goto out;
 	}
 	if (readable(cert)) {
@@ -136,12 +143,15 @@ static int set_url(hutch_engine *e, const char *url, hutch_error **err)
 	int scheme_tls;
 
 	if (!url || !*url)
-		return hutch__error_set(err, HUTCH_EINVALID, "empty engine URL");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"empty engine URL");
 	if (strncmp(url, "unix://", 7) == 0 || url[0] == '/') {
 		rest = url[0] == '/' ? url : url + 7;
 		if (rest[0] != '/')
-			return hutch__error_set(err, HUTCH_EINVALID,
-				"engine URL '%s': a unix socket needs an absolute path", url);
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"engine URL '%s': a unix socket needs an absolute path",
+				url);
 		sock = strdup(rest);
 		if (asprintf(&u, "unix://%s", rest) < 0)
 			u = NULL;
@@ -151,20 +161,23 @@ static int set_url(hutch_engine *e, const char *url, hutch_error **err)
 		return 0;
 	}
 	if (strncmp(url, "tcp://", 6) == 0)
-		scheme_tls = 0;   /* TLS when the environment asks for it */
+		scheme_tls = 0; /* TLS when the environment asks for it */
 	else if (strncmp(url, "https://", 8) == 0)
 		scheme_tls = 1;
 	else if (strncmp(url, "http://", 7) == 0)
 		scheme_tls = -1;
 	else
-		return hutch__error_set(err, HUTCH_EINVALID,
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
 			"engine URL '%s' is not supported: use unix:///PATH, tcp://HOST:PORT "
-			"or https://HOST:PORT", url);
+			"or https://HOST:PORT",
+			url);
 	rest = strstr(url, "://") + 3;
 	/* A trailing slash is harmless ("tcp://host:2376/"); a path is not. */
 	if (!*rest || *rest == '/' || strchr(rest, '?') ||
 	    (strchr(rest, '/') && strchr(rest, '/')[1] != '\0'))
-		return hutch__error_set(err, HUTCH_EINVALID,
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
 			"engine URL '%s': expected tcp://HOST:PORT", url);
 	if (tls_setup(e, url, scheme_tls, err) < 0)
 		return HUTCH_EINVALID;
@@ -194,14 +207,16 @@ static int discover(hutch_engine *e, hutch_error **err)
 	snprintf(paths[n++], sizeof(paths[0]), "/var/run/docker.sock");
 	snprintf(paths[n++], sizeof(paths[0]), "/run/podman/podman.sock");
 	if (xdg && *xdg) {
-		snprintf(paths[n++], sizeof(paths[0]), "%s/podman/podman.sock", xdg);
+		snprintf(paths[n++], sizeof(paths[0]), "%s/podman/podman.sock",
+			 xdg);
 		snprintf(paths[n++], sizeof(paths[0]), "%s/docker.sock", xdg);
 	} else {
-		snprintf(paths[n++], sizeof(paths[0]), "/run/user/%u/podman/podman.sock",
-			 (unsigned)getuid());
+		snprintf(paths[n++], sizeof(paths[0]),
+			 "/run/user/%u/podman/podman.sock", (unsigned)getuid());
 	}
 	if (home && *home)
-		snprintf(paths[n++], sizeof(paths[0]), "%s/.docker/run/docker.sock", home);
+		snprintf(paths[n++], sizeof(paths[0]),
+			 "%s/.docker/run/docker.sock", home);
 
 	for (size_t i = 0; i < n; i++) {
 		if (is_socket(paths[i])) {
@@ -213,15 +228,18 @@ static int discover(hutch_engine *e, hutch_error **err)
 				return hutch__error_oom(err);
 		}
 		if (len < sizeof(tried))
-			len += (size_t)snprintf(tried + len, sizeof(tried) - len, "%s%s",
+			len += (size_t)snprintf(tried + len,
+						sizeof(tried) - len, "%s%s",
 						i ? ", " : "", paths[i]);
 	}
 	if (e->ncandidates == 0)
-		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+		return hutch__error_set(
+			err, HUTCH_EUNREACHABLE,
 			"no container engine found: HUTCH_ENGINE, DOCKER_HOST and "
 			"CONTAINER_HOST are unset and none of %s exists; start Docker "
 			"('dockerd') or Podman ('podman system service --time=0'), or "
-			"name one with --engine or HUTCH_ENGINE", tried);
+			"name one with --engine or HUTCH_ENGINE",
+			tried);
 	e->source = "default socket";
 	e->base = strdup("http://localhost");
 	return e->base ? 0 : hutch__error_oom(err);
@@ -229,13 +247,15 @@ static int discover(hutch_engine *e, hutch_error **err)
 
 int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err)
 {
-	static const char *const vars[] = { "HUTCH_ENGINE", "DOCKER_HOST", "CONTAINER_HOST" };
+	static const char *const vars[] = { "HUTCH_ENGINE", "DOCKER_HOST",
+					    "CONTAINER_HOST" };
 	hutch_engine *e;
 	const char *v;
 	int rc = 0;
 
 	if (hutch__http_global_init() < 0)
-		return hutch__error_set(err, HUTCH_EFAILED, "libcurl failed to initialise");
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"libcurl failed to initialise");
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return hutch__error_oom(err);
@@ -283,7 +303,8 @@ done:
 /* How long a caller waits for another's read of the same image. */
 #define IMAGE_USER_WAIT_S 10
 
-static struct hutch__image_user *image_user_find(hutch_engine *e, const char *id)
+static struct hutch__image_user *image_user_find(hutch_engine *e,
+						 const char *id)
 {
 	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(e->image_users); i++)
 		if (strcmp(e->image_users[i].id, id) == 0)
@@ -292,11 +313,13 @@ static struct hutch__image_user *image_user_find(hutch_engine *e, const char *id
 }
 
 /* The next slot of the ring; waiters on what it held read for themselves. */
-static struct hutch__image_user *image_user_slot(hutch_engine *e, const char *id)
+static struct hutch__image_user *image_user_slot(hutch_engine *e,
+						 const char *id)
 {
 	struct hutch__image_user *u;
 
-	u = &e->image_users[e->image_users_next++ % HUTCH_ARRAY_SIZE(e->image_users)];
+	u = &e->image_users[e->image_users_next++ %
+			    HUTCH_ARRAY_SIZE(e->image_users)];
 	if (u->pending)
 		pthread_cond_broadcast(&e->image_user_cond);
 	snprintf(u->id, sizeof(u->id), "%s", id);
@@ -304,7 +327,8 @@ static struct hutch__image_user *image_user_slot(hutch_engine *e, const char *id
 	return u;
 }
 
-int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid)
+int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid,
+			     long *gid)
 {
 	struct hutch__image_user *u;
 	struct timespec until;
@@ -328,14 +352,16 @@ int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *g
 			found = 1;
 			break;
 		}
-		if (pthread_cond_timedwait(&e->image_user_cond, &e->lock, &until) != 0)
+		if (pthread_cond_timedwait(&e->image_user_cond, &e->lock,
+					   &until) != 0)
 			break; /* slow: read it too, as if nobody were */
 	}
 	pthread_mutex_unlock(&e->lock);
 	return found;
 }
 
-void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, long gid)
+void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid,
+				   long gid)
 {
 	struct hutch__image_user *u;
 
@@ -409,7 +435,9 @@ int hutch_engine_tls(const hutch_engine *e)
 
 int hutch_engine_ping(hutch_engine *e, hutch_error **err)
 {
-	hutch__request req = { .method = "GET", .path = "/_ping", .unversioned = 1 };
+	hutch__request req = { .method = "GET",
+			       .path = "/_ping",
+			       .unversioned = 1 };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	int rc;
 
@@ -447,7 +475,9 @@ void hutch_engine_info_free(hutch_engine_info *info)
 int hutch_engine_info_get(hutch_engine_info **out, hutch_engine *e,
 			  hutch_error **err)
 {
-	hutch__request req = { .method = "GET", .path = "/version", .unversioned = 1 };
+	hutch__request req = { .method = "GET",
+			       .path = "/version",
+			       .unversioned = 1 };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	hutch_engine_info *info = NULL;
 	json_object *obj = NULL, *comps, *c;
@@ -469,8 +499,9 @@ int hutch_engine_info_get(hutch_engine_info **out, hutch_engine *e,
 		goto out;
 	}
 	if (!obj || !json_object_is_type(obj, json_type_object)) {
-		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "engine version: the answer is not a JSON object");
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"engine version: the answer is not a JSON object");
 		goto out;
 	}
 	info->version = get_str(obj, "Version");
@@ -490,7 +521,8 @@ int hutch_engine_info_get(hutch_engine_info **out, hutch_engine *e,
 			free(name);
 		}
 	}
-	info->name = strdup(info->kind == HUTCH_ENGINE_PODMAN ? "Podman" : "Docker Engine");
+	info->name = strdup(
+		info->kind == HUTCH_ENGINE_PODMAN ? "Podman" : "Docker Engine");
 	*out = info;
 	info = NULL;
 	rc = 0;
@@ -501,7 +533,8 @@ out:
 	return rc;
 }
 
-int hutch_engine_image_exists(hutch_engine *e, const char *image, hutch_error **err)
+int hutch_engine_image_exists(hutch_engine *e, const char *image,
+			      hutch_error **err)
 {
 	char path[1024];
 	hutch_error *lerr = NULL;
@@ -513,9 +546,11 @@ int hutch_engine_image_exists(hutch_engine *e, const char *image, hutch_error **
 	    strspn(image, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			  "0123456789._-/:@") != strlen(image))
 		return hutch__error_set(err, HUTCH_EINVALID,
-					"invalid image name '%.100s'", image ? image : "");
+					"invalid image name '%.100s'",
+					image ? image : "");
 	snprintf(path, sizeof(path), "/images/%s/json", image);
-	rc = hutch__engine_call(e, "GET", path, NULL, NULL, NULL, "image", &lerr);
+	rc = hutch__engine_call(e, "GET", path, NULL, NULL, NULL, "image",
+				&lerr);
 	if (rc == HUTCH_ENOTFOUND) {
 		hutch_error_free(lerr);
 		return 0;

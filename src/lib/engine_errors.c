@@ -85,7 +85,9 @@ char *hutch__engine_error_message(const char *body, size_t len)
 		out = malloc(n + 1);
 		if (out) {
 			for (size_t i = 0; i < n; i++)
-				out[i] = isprint((unsigned char)body[i]) ? body[i] : ' ';
+				out[i] = isprint((unsigned char)body[i]) ?
+						 body[i] :
+						 ' ';
 			out[n] = '\0';
 		}
 		/* Some engine's or proxy's page, not JSON: a status line is
@@ -142,7 +144,8 @@ int hutch__engine_error(hutch_error **err, long status, const char *body,
 
 	hutch__error_set_engine(err, code, (int)status, msg,
 				"%s: %s (HTTP %ld)", what,
-				msg ? msg : "the engine gave no reason", status);
+				msg ? msg : "the engine gave no reason",
+				status);
 	free(msg);
 	return code;
 }

@@ -23,19 +23,19 @@ struct hutch__conn;
  * to the next socket.
  */
 struct hutch_engine {
-	const char *source;     /* where the URL came from */
-	char **urls;            /* candidate URLs, as the user or discovery
+	const char *source; /* where the URL came from */
+	char **urls;	    /* candidate URLs, as the user or discovery
 				   gave them; one unless discovery found more */
-	char **sockets;         /* their unix socket paths (NULL for tcp) */
+	char **sockets;	    /* their unix socket paths (NULL for tcp) */
 	size_t ncandidates;
-	size_t current;         /* index in use; atomic (see http.c) */
-	char *base;             /* "http://localhost", "https://host:port" */
+	size_t current; /* index in use; atomic (see http.c) */
+	char *base;	/* "http://localhost", "https://host:port" */
 
 	/* TLS (tcp:// with DOCKER_TLS_VERIFY, or https://): the peer is
 	 * always verified, against tls_ca or the system's CAs. */
 	int tls;
-	char *tls_ca;           /* ca.pem, or NULL: the system's CAs */
-	char *tls_cert;         /* client certificate and key, or NULL */
+	char *tls_ca;	/* ca.pem, or NULL: the system's CAs */
+	char *tls_cert; /* client certificate and key, or NULL */
 	char *tls_key;
 
 	/* The API version prefix.  Points at a static "1.41" until an older
@@ -43,13 +43,13 @@ struct hutch_engine {
 	 * written once, before the pointer is published (atomic). */
 	const char *api_version;
 	char negotiated_version[16];
-	int negotiated;         /* guarded by lock */
+	int negotiated; /* guarded by lock */
 
-	pthread_mutex_t lock;   /* guards the pool and negotiation */
+	pthread_mutex_t lock; /* guards the pool and negotiation */
 	struct hutch__conn *pool;
-	size_t nconns;          /* idle connections in the pool */
-	size_t busy, peak;      /* connections in use now / at most so far */
-	void *share;            /* CURLSH: TLS sessions and DNS for the pool */
+	size_t nconns;	   /* idle connections in the pool */
+	size_t busy, peak; /* connections in use now / at most so far */
+	void *share;	   /* CURLSH: TLS sessions and DNS for the pool */
 	pthread_mutex_t share_lock;
 
 	/* The "sandbox" account of images sessions were made from, by image
@@ -59,8 +59,8 @@ struct hutch_engine {
 	 * oldest replaced; image_user_cond signals an answer). */
 	struct hutch__image_user {
 		char id[80];
-		long uid, gid;  /* -1: the image has none */
-		int pending;    /* being read by one caller */
+		long uid, gid; /* -1: the image has none */
+		int pending;   /* being read by one caller */
 	} image_users[16];
 	size_t image_users_next;
 	pthread_cond_t image_user_cond;
@@ -84,31 +84,34 @@ typedef size_t (*hutch__source_fn)(char *buf, size_t len, void *payload);
 
 typedef struct {
 	const char *method;
-	const char *path;          /* after the version prefix, e.g. "/_ping" */
-	int unversioned;           /* 1: no /vX.Y prefix */
-	const char *body;          /* JSON body, or NULL */
+	const char *path; /* after the version prefix, e.g. "/_ping" */
+	int unversioned;  /* 1: no /vX.Y prefix */
+	const char *body; /* JSON body, or NULL */
 	size_t body_len;
-	hutch__source_fn source;   /* streamed request body (instead of body) */
+	hutch__source_fn source; /* streamed request body (instead of body) */
 	void *source_payload;
-	const char *content_type;  /* default application/json */
-	hutch__sink_fn sink;       /* streamed 2xx answer (instead of collecting) */
+	const char *content_type; /* default application/json */
+	hutch__sink_fn sink; /* streamed 2xx answer (instead of collecting) */
 	void *sink_payload;
 	unsigned long long deadline_ms; /* monotonic; 0: none */
 	hutch__deadline_fn on_deadline; /* may be NULL; gets sink_payload */
 	const hutch_cancel *cancel;
-	const char *header;        /* an answer header to keep (its name), or
+	const char *header; /* an answer header to keep (its name), or
 				      NULL; "HEAD" asks for no body */
 } hutch__request;
 
 typedef struct {
 	long status;
-	hutch_buf body;            /* error bodies always land here */
-	int sink_aborted;          /* the sink asked to stop */
-	char header[1024];         /* request.header's value, "" when absent
+	hutch_buf body;	   /* error bodies always land here */
+	int sink_aborted;  /* the sink asked to stop */
+	char header[1024]; /* request.header's value, "" when absent
 				      or longer than this */
 } hutch__response;
 
-#define HUTCH__RESPONSE_INIT { 0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "" }
+#define HUTCH__RESPONSE_INIT                                 \
+	{                                                    \
+		0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "" \
+	}
 
 /*
  * Make one request.  Returns 0 when the engine answered (any status; see
@@ -141,9 +144,11 @@ int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
  * *uid, *gid (-1 when the image has none).  0: the caller is to read it
  * and then call _keep with the answer, or _drop when it could not; while
  * it does, other callers for that image wait (at most a few seconds). */
-int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid, long *gid);
+int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid,
+			     long *gid);
 /* Remember what hutch__engine_image_user will answer for image `id`. */
-void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid, long gid);
+void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid,
+				   long gid);
 /* No answer for image `id` this time: a waiting caller reads it itself. */
 void hutch__engine_image_user_drop(hutch_engine *e, const char *id);
 

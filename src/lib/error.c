@@ -12,9 +12,8 @@
 #include "utf8.h"
 
 /* Statically allocated so that running out of memory can still be told. */
-static struct hutch_error oom_error = {
-	HUTCH_ENOMEM, 0, (char *)"out of memory", NULL, NULL
-};
+static struct hutch_error oom_error = { HUTCH_ENOMEM, 0,
+					(char *)"out of memory", NULL, NULL };
 
 /* Errors are shown as one line: fold control characters (an engine message
  * may carry newlines) into spaces, and trim trailing blanks. */
@@ -104,8 +103,8 @@ static int already_prefixed(const char *message, const char *prefix)
 {
 	size_t n = strlen(prefix);
 
-	return message && strncmp(message, prefix, n) == 0 && message[n] == ':' &&
-	       message[n + 1] == ' ';
+	return message && strncmp(message, prefix, n) == 0 &&
+	       message[n] == ':' && message[n + 1] == ' ';
 }
 
 int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
@@ -135,6 +134,15 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 	}
 	free(prefix);
 	return e->code;
+}
+
+int hutch__error_pass(hutch_error **err, hutch_error *lerr, int rc)
+{
+	if (err)
+		*err = lerr;
+	else
+		hutch_error_free(lerr);
+	return rc;
 }
 
 int hutch__error_oom(hutch_error **err)
@@ -193,31 +201,37 @@ void hutch_error_free(hutch_error *err)
 const char *hutch_error_code_name(int code)
 {
 	switch (code) {
-	case HUTCH_OK: return "ok";
-	case HUTCH_ENOTFOUND: return "not found";
-	case HUTCH_ECONFLICT: return "conflict";
-	case HUTCH_ETIMEOUT: return "timeout";
-	case HUTCH_EUNREACHABLE: return "engine unreachable";
-	case HUTCH_EINVALID: return "invalid input";
-	case HUTCH_ETOOBIG: return "too big";
-	case HUTCH_ENOTRUNNING: return "not running";
-	case HUTCH_ENOMEM: return "out of memory";
-	case HUTCH_ECANCELLED: return "cancelled";
-	case HUTCH_EPROTO: return "protocol error";
-	case HUTCH_EESCAPE: return "outside the workspace";
-	case HUTCH_ENOMATCH: return "no match";
-	case HUTCH_EAMBIGUOUS: return "ambiguous";
-	default: return "failed";
+	case HUTCH_OK:
+		return "ok";
+	case HUTCH_ENOTFOUND:
+		return "not found";
+	case HUTCH_ECONFLICT:
+		return "conflict";
+	case HUTCH_ETIMEOUT:
+		return "timeout";
+	case HUTCH_EUNREACHABLE:
+		return "engine unreachable";
+	case HUTCH_EINVALID:
+		return "invalid input";
+	case HUTCH_ETOOBIG:
+		return "too big";
+	case HUTCH_ENOTRUNNING:
+		return "not running";
+	case HUTCH_ENOMEM:
+		return "out of memory";
+	case HUTCH_ECANCELLED:
+		return "cancelled";
+	case HUTCH_EPROTO:
+		return "protocol error";
+	case HUTCH_EESCAPE:
+		return "outside the workspace";
+	case HUTCH_ENOMATCH:
+		return "no match";
+	case HUTCH_EAMBIGUOUS:
+		return "ambiguous";
+	default:
+		return "failed";
 	}
-}
-
-unsigned long long hutch__now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000ULL +
-	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
 int hutch__error_if_not_utf8(hutch_error **err, const char *what, const char *s,

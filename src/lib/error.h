@@ -9,9 +9,9 @@
 struct hutch_error {
 	int code;
 	int http_status;
-	char *message;        /* one line */
+	char *message;	      /* one line */
 	char *engine_message; /* the engine's words, verbatim, or NULL */
-	char *detail;         /* several lines, or NULL */
+	char *detail;	      /* several lines, or NULL */
 };
 
 /* Store a new error in *err (when err is non-NULL) and return `code`.  The
@@ -31,6 +31,10 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 int hutch__error_oom(hutch_error **err);
+
+/* Hand an error made locally up: into *err when the caller wants one,
+ * freed otherwise.  Returns rc. */
+int hutch__error_pass(hutch_error **err, hutch_error *lerr, int rc);
 
 /*
  * 0 when s[0..len) is valid UTF-8.  Else HUTCH_EINVALID, with a message

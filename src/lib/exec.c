@@ -53,7 +53,7 @@
 struct hutch_exec_result {
 	hutch_exec_status status;
 	int exit_code;
-	int oom;              /* the agent reported an OOM kill */
+	int oom; /* the agent reported an OOM kill */
 	uint64_t duration_ms;
 	int retried;
 	/* The session's secrets when the command ran (a reference): what
@@ -100,10 +100,14 @@ void hutch_cancel_free(hutch_cancel *c)
 const char *hutch_exec_status_name(hutch_exec_status status)
 {
 	switch (status) {
-	case HUTCH_EXEC_OK: return "ok";
-	case HUTCH_EXEC_TIMEOUT: return "timeout";
-	case HUTCH_EXEC_SANDBOX_LOST: return "sandbox_lost";
-	case HUTCH_EXEC_CANCELLED: return "cancelled";
+	case HUTCH_EXEC_OK:
+		return "ok";
+	case HUTCH_EXEC_TIMEOUT:
+		return "timeout";
+	case HUTCH_EXEC_SANDBOX_LOST:
+		return "sandbox_lost";
+	case HUTCH_EXEC_CANCELLED:
+		return "cancelled";
 	}
 	return "error";
 }
@@ -149,7 +153,8 @@ void hutch_exec_result_output(const hutch_exec_result *r, hutch_stream stream,
 		*omitted = r->out[i].omitted;
 }
 
-size_t hutch_exec_result_head_len(const hutch_exec_result *r, hutch_stream stream)
+size_t hutch_exec_result_head_len(const hutch_exec_result *r,
+				  hutch_stream stream)
 {
 	return r->out[stream == HUTCH_STREAM_STDERR ? 1 : 0].head_len;
 }
@@ -171,29 +176,29 @@ struct run;
 /* Where one stream's redacted output goes. */
 struct stream_sink {
 	struct run *r;
-	int i;                /* 0 stdout, 1 stderr */
+	int i; /* 0 stdout, 1 stderr */
 };
 
 struct run {
 	hutch_session *s;
 	const hutch_exec_options *o;
-	unsigned int flags;   /* HUTCH__EXEC_* */
+	unsigned int flags; /* HUTCH__EXEC_* */
 	hutch_demux demux;
 	/* Secrets are masked before capture and callback see a byte, so
 	 * neither the capture's cap nor a frame boundary can cut one. */
 	hutch__redactor red[2];
 	struct stream_sink sink[2];
 	hutch_capture cap[2];
-	uint64_t seen;        /* payload bytes delivered so far */
-	int malformed;        /* the stream was not a framed stream */
-	int stopped;          /* the caller's callback asked to stop */
-	int streamed;         /* exec start answered 2xx: a stream began */
+	uint64_t seen; /* payload bytes delivered so far */
+	int malformed; /* the stream was not a framed stream */
+	int stopped;   /* the caller's callback asked to stop */
+	int streamed;  /* exec start answered 2xx: a stream began */
 	int oom;
 	/* After the timeout passed (on_deadline): */
-	int stopping;         /* the command is being stopped */
-	int killed;           /* its agent was found and killed, with its tree */
-	int ended;            /* times it was found to have ended by itself */
-	int stop_failed;      /* the kill could not run */
+	int stopping;	 /* the command is being stopped */
+	int killed;	 /* its agent was found and killed, with its tree */
+	int ended;	 /* times it was found to have ended by itself */
+	int stop_failed; /* the kill could not run */
 	hutch_error *stop_err;
 	unsigned long long backstop; /* when the agent's own deadline acts */
 	/* The end of stderr as the agent wrote it: where its out-of-memory
@@ -215,8 +220,8 @@ static int deliver(const char *data, size_t len, void *p)
 		return 1;
 	}
 	if (r->o->on_output &&
-	    r->o->on_output(i ? HUTCH_STREAM_STDERR : HUTCH_STREAM_STDOUT,
-			    data, len, r->o->payload)) {
+	    r->o->on_output(i ? HUTCH_STREAM_STDERR : HUTCH_STREAM_STDOUT, data,
+			    len, r->o->payload)) {
 		r->stopped = 1;
 		return 1;
 	}
@@ -252,7 +257,8 @@ static int saw_oom(const struct run *r)
 {
 	const char *p = r->errtail, *end = r->errtail + r->errtail_len;
 
-	while ((p = memmem(p, (size_t)(end - p), OOM_LINE, sizeof(OOM_LINE) - 1))) {
+	while ((p = memmem(p, (size_t)(end - p), OOM_LINE,
+			   sizeof(OOM_LINE) - 1))) {
 		if (p == r->errtail || p[-1] == '\n')
 			return 1;
 		p++;
@@ -339,26 +345,6 @@ static int on_stream(const char *data, size_t len, void *p)
 	return rc != 0;
 }
 
-int hutch__random_hex(char *out, size_t outsz)
-{
-	unsigned char raw[12];
-	size_t got = 0;
-	ssize_t n;
-
-	while (got < sizeof(raw)) {
-		n = getrandom(raw + got, sizeof(raw) - got, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		got += (size_t)n;
-	}
-	for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < outsz; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-	return 0;
-}
-
 /* Refuse what the engine would change (see hutch__error_if_not_utf8); the
  * message quotes the text with the session's secrets masked. */
 static int check_utf8(const hutch__secrets *set, const char *what,
@@ -383,18 +369,22 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 		    hutch_error **err)
 {
 	if (!o || o->version != HUTCH_EXEC_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID, "unsupported hutch_exec_options");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"unsupported hutch_exec_options");
 	if (!o->argv || o->argc == 0 || !o->argv[0] || !o->argv[0][0])
-		return hutch__error_set(err, HUTCH_EINVALID, "no command given");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"no command given");
 	if (o->argc > MAX_ARGS)
 		return hutch__error_set(err, HUTCH_EINVALID,
-					"too many arguments (%zu, at most %d)", o->argc, MAX_ARGS);
+					"too many arguments (%zu, at most %d)",
+					o->argc, MAX_ARGS);
 	for (size_t i = 0; i < o->argc; i++) {
 		char what[40];
 		int rc;
 
 		if (!o->argv[i])
-			return hutch__error_set(err, HUTCH_EINVALID, "argument %zu is NULL", i);
+			return hutch__error_set(err, HUTCH_EINVALID,
+						"argument %zu is NULL", i);
 		snprintf(what, sizeof(what), i ? "argument %zu" : "the command",
 			 i);
 		/* Checked here, before the engine: its runtime's failure looks
@@ -410,16 +400,20 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 			return rc;
 	}
 	if (o->workdir && o->workdir[0] != '/')
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"working directory '%.200s' must be absolute", o->workdir);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"working directory '%.200s' must be absolute",
+			o->workdir);
 	if (o->workdir &&
 	    check_utf8(set, "working directory", o->workdir, err) < 0)
 		return HUTCH_EINVALID;
 	for (size_t i = 0; i < o->env_count; i++) {
-		if (!o->env[i] || !strchr(o->env[i], '=') || o->env[i][0] == '=')
-			return hutch__error_set(err, HUTCH_EINVALID,
-						"invalid environment entry '%.80s': expected K=V",
-						o->env[i] ? o->env[i] : "");
+		if (!o->env[i] || !strchr(o->env[i], '=') ||
+		    o->env[i][0] == '=')
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"invalid environment entry '%.80s': expected K=V",
+				o->env[i] ? o->env[i] : "");
 		if (check_utf8(set, "environment entry", o->env[i], err) < 0)
 			return HUTCH_EINVALID;
 		if (strlen(o->env[i]) >= KERNEL_MAX_ARG_STRLEN) {
@@ -443,7 +437,8 @@ static json_object *exec_body(const struct run *r)
 	const hutch_exec_options *o = r->o;
 	const struct hutch__session_secrets *sec =
 		r->flags & HUTCH__EXEC_RAW ? NULL : r->s->secrets;
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	json_object *body = json_object_new_object(),
+		    *cmd = json_object_new_array();
 	json_object *env = json_object_new_array();
 	char deadline[32];
 
@@ -454,7 +449,9 @@ static json_object *exec_body(const struct run *r)
 		return NULL;
 	}
 	snprintf(deadline, sizeof(deadline), "%llu",
-		 o->timeout_ms ? (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS : 0ULL);
+		 o->timeout_ms ?
+			 (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS :
+			 0ULL);
 	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
 	json_object_array_add(cmd, json_object_new_string("run"));
 	json_object_array_add(cmd, json_object_new_string("--tag"));
@@ -476,30 +473,38 @@ static json_object *exec_body(const struct run *r)
 	for (size_t i = 0; i < o->env_count; i++)
 		json_object_array_add(env, json_object_new_string(o->env[i]));
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdout",
+			       json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr",
+			       json_object_new_boolean(1));
 	json_object_object_add(body, "Tty", json_object_new_boolean(0));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "WorkingDir",
-			       json_object_new_string(o->workdir ? o->workdir : "/workspace"));
+	json_object_object_add(
+		body, "WorkingDir",
+		json_object_new_string(o->workdir ? o->workdir : "/workspace"));
 	return body;
 }
 
 /* The id from an exec create answer.  It goes into URL paths, so only
  * hex digits are accepted. */
-static int exec_id(json_object *answer, char *id, size_t idsz, hutch_error **err)
+static int exec_id(json_object *answer, char *id, size_t idsz,
+		   hutch_error **err)
 {
 	json_object *v;
 	const char *s;
 
 	if (!answer || !json_object_object_get_ex(answer, "Id", &v) ||
 	    !json_object_is_type(v, json_type_string))
-		return hutch__error_set(err, HUTCH_EPROTO, "create exec: the engine gave no exec id");
+		return hutch__error_set(
+			err, HUTCH_EPROTO,
+			"create exec: the engine gave no exec id");
 	s = json_object_get_string(v);
-	if (!*s || strlen(s) >= idsz || strspn(s, "0123456789abcdef") != strlen(s))
+	if (!*s || strlen(s) >= idsz ||
+	    strspn(s, "0123456789abcdef") != strlen(s))
 		return hutch__error_set(err, HUTCH_EPROTO,
-					"create exec: unusable exec id '%.80s'", s);
+					"create exec: unusable exec id '%.80s'",
+					s);
 	snprintf(id, idsz, "%s", s);
 	return 0;
 }
@@ -512,9 +517,10 @@ static int exec_create(struct run *r, json_object *body, char *id, size_t idsz,
 	char path[256];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/exec", hutch__session_container(r->s));
-	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body, &out,
-				NULL, what, err);
+	snprintf(path, sizeof(path), "/containers/%s/exec",
+		 hutch__session_container(r->s));
+	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body,
+				&out, NULL, what, err);
 	if (rc < 0)
 		return rc;
 	rc = exec_id(out, id, idsz, err);
@@ -535,9 +541,14 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	hutch__request req = {
-		.method = "POST", .body = body, .body_len = sizeof(body) - 1,
-		.sink = sink, .sink_payload = r, .deadline_ms = deadline,
-		.on_deadline = on_deadline, .cancel = cancel,
+		.method = "POST",
+		.body = body,
+		.body_len = sizeof(body) - 1,
+		.sink = sink,
+		.sink_payload = r,
+		.deadline_ms = deadline,
+		.on_deadline = on_deadline,
+		.cancel = cancel,
 	};
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char path[192];
@@ -555,17 +566,11 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 	return rc;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* GET /exec/ID/json until the engine says the exec has ended: Podman can
  * answer "exit code 0" for a moment while it is still running.  1 with
  * *code set, 0 when the exec ended without a code, or negative. */
-static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error **err)
+static int exec_exit_code(struct run *r, const char *id, int *code,
+			  hutch_error **err)
 {
 	json_object *out = NULL, *v;
 	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
@@ -575,11 +580,12 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
 
 	snprintf(path, sizeof(path), "/exec/%s/json", id);
 	for (;;) {
-		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
-					&out, NULL, "inspect exec", err);
+		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path,
+					NULL, &out, NULL, "inspect exec", err);
 		if (rc < 0)
 			return rc;
-		running = out && json_object_object_get_ex(out, "Running", &v) &&
+		running = out &&
+			  json_object_object_get_ex(out, "Running", &v) &&
 			  json_object_get_boolean(v);
 		if (!running) {
 			rc = 0;
@@ -594,10 +600,11 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
 		json_object_put(out);
 		out = NULL;
 		if (hutch__now_ms() > until)
-			return hutch__error_set(err, HUTCH_ETIMEOUT,
+			return hutch__error_set(
+				err, HUTCH_ETIMEOUT,
 				"exec %.12s still reported running %d s after its output ended",
 				id, INSPECT_WAIT_MS / 1000);
-		sleep_ms(pause);
+		hutch__sleep_ms(pause);
 		if (pause < 50)
 			pause *= 2;
 	}
@@ -609,7 +616,8 @@ static int exec_exit_code(struct run *r, const char *id, int *code, hutch_error 
  * already gone), or a negative code. */
 static int kill_tree(struct run *r, hutch_error **err)
 {
-	json_object *body = json_object_new_object(), *cmd = json_object_new_array();
+	json_object *body = json_object_new_object(),
+		    *cmd = json_object_new_array();
 	char kill_id[129];
 	int code = -1, streamed, rc;
 
@@ -621,14 +629,17 @@ static int kill_tree(struct run *r, hutch_error **err)
 	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
 	json_object_array_add(cmd, json_object_new_string("kill"));
 	json_object_array_add(cmd, json_object_new_string(r->tag));
-	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStdout",
+			       json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr",
+			       json_object_new_boolean(1));
 	json_object_object_add(body, "Cmd", cmd);
 	/* As the session's user, the exec default, not as root: with every
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
 	 * command can never become another user. */
-	rc = exec_create(r, body, kill_id, sizeof(kill_id), "create kill exec", err);
+	rc = exec_create(r, body, kill_id, sizeof(kill_id), "create kill exec",
+			 err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
@@ -647,11 +658,16 @@ static int kill_tree(struct run *r, hutch_error **err)
 		return 1;
 	if (code != 0)
 		return hutch__error_set(err, HUTCH_EFAILED,
-					"the in-container kill exited %d", code);
+					"the in-container kill exited %d",
+					code);
 	return 0;
 }
 
-enum { EXEC_RUNS, EXEC_ENDED, EXEC_UNSURE };
+enum {
+	EXEC_RUNS,
+	EXEC_ENDED,
+	EXEC_UNSURE
+};
 
 /* One look at the exec.  ENDED: it does not run and the engine gives its
  * exit code and the pid it had (Docker).  UNSURE: it does not run and has
@@ -716,11 +732,12 @@ static int stop_command(struct run *r, hutch_error **err)
 		if (rc == 0)
 			return STOP_KILLED;
 		if (hutch__now_ms() >= give_up)
-			return hutch__error_set(err, HUTCH_EFAILED,
-						"exec %.12s: the engine says it runs, but "
-						"its process was not found in %d s",
-						r->exec_id, STOP_WAIT_MS / 1000);
-		sleep_ms(pause);
+			return hutch__error_set(
+				err, HUTCH_EFAILED,
+				"exec %.12s: the engine says it runs, but "
+				"its process was not found in %d s",
+				r->exec_id, STOP_WAIT_MS / 1000);
+		hutch__sleep_ms(pause);
 		if (pause < 200)
 			pause *= 2;
 	}
@@ -785,7 +802,7 @@ static int container_alive_settled(struct run *r)
 	while (container_alive(r)) {
 		if (hutch__now_ms() >= until)
 			return 1;
-		sleep_ms(25);
+		hutch__sleep_ms(25);
 	}
 	return 0;
 }
@@ -797,7 +814,8 @@ static int finish_capture(struct run *r, hutch_exec_result *res)
 			res->out[i].total = r->cap[i].total;
 			continue;
 		}
-		res->out[i].data = hutch__capture_take(&r->cap[i], &res->out[i].len,
+		res->out[i].data = hutch__capture_take(&r->cap[i],
+						       &res->out[i].len,
 						       &res->out[i].head_len,
 						       &res->out[i].omitted);
 		res->out[i].total = r->cap[i].total;
@@ -844,17 +862,24 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	res = calloc(1, sizeof(*res));
 	if (res && !(flags & HUTCH__EXEC_RAW))
 		res->secrets = hutch__secrets_ref(hutch__session_redaction(s));
-	if (res && (hutch__redactor_init(&r.red[0], flags & HUTCH__EXEC_RAW ? NULL :
-				hutch__session_redaction(s)) < 0 ||
-		    hutch__redactor_init(&r.red[1], flags & HUTCH__EXEC_RAW ? NULL :
-				hutch__session_redaction(s)) < 0)) {
+	if (res &&
+	    (hutch__redactor_init(&r.red[0],
+				  flags & HUTCH__EXEC_RAW ?
+					  NULL :
+					  hutch__session_redaction(s)) < 0 ||
+	     hutch__redactor_init(&r.red[1],
+				  flags & HUTCH__EXEC_RAW ?
+					  NULL :
+					  hutch__session_redaction(s)) < 0)) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
 	if (!res || hutch__random_hex(r.tag, sizeof(r.tag)) < 0) {
-		rc = res ? hutch__error_set(err, HUTCH_EFAILED, "no randomness for the exec tag: %s",
-					    strerror(errno))
-			 : hutch__error_oom(err);
+		rc = res ? hutch__error_set(
+				   err, HUTCH_EFAILED,
+				   "no randomness for the exec tag: %s",
+				   strerror(errno)) :
+			   hutch__error_oom(err);
 		goto out;
 	}
 	body = exec_body(&r);
@@ -868,11 +893,15 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		hutch_error_free(lerr);
 		lerr = NULL;
 		r.streamed = 0;
-		rc = exec_create(&r, body, r.exec_id, sizeof(r.exec_id), "create exec", &lerr);
+		rc = exec_create(&r, body, r.exec_id, sizeof(r.exec_id),
+				 "create exec", &lerr);
 		if (rc == 0) {
-			deadline = o->timeout_ms ? hutch__now_ms() + o->timeout_ms : 0;
+			deadline = o->timeout_ms ?
+					   hutch__now_ms() + o->timeout_ms :
+					   0;
 			hutch__demux_init(&r.demux);
-			r.backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
+			r.backstop = deadline ? deadline + AGENT_BACKSTOP_MS :
+						0;
 			rc = exec_start(&r, r.exec_id, on_stream, deadline,
 					on_deadline, o->cancel, &r.streamed,
 					"start exec", &lerr);
@@ -954,8 +983,9 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		goto out;
 	}
 	if (r.malformed) {
-		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "the engine sent output that is not a framed exec stream");
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"the engine sent output that is not a framed exec stream");
 		goto out;
 	}
 	/* Only a stream that began and then broke goes on to the questions
@@ -983,7 +1013,8 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		int suspect = got < 0 || cut || code < 0 || code == 137;
 
 		if ((suspect || code >= 128) &&
-		    !(suspect ? container_alive_settled(&r) : container_alive(&r))) {
+		    !(suspect ? container_alive_settled(&r) :
+				container_alive(&r))) {
 			hutch_error_free(ierr);
 			res->status = HUTCH_EXEC_SANDBOX_LOST;
 			res->exit_code = -1;
@@ -992,7 +1023,8 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		}
 		if (got < 0 || cut) {
 			if (cut && lerr) {
-				rc = hutch__error_wrap(&lerr, HUTCH_EFAILED, "exec stream broke");
+				rc = hutch__error_wrap(&lerr, HUTCH_EFAILED,
+						       "exec stream broke");
 				if (err) {
 					*err = lerr;
 					lerr = NULL;
@@ -1006,8 +1038,9 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 					hutch_error_free(ierr);
 			} else {
 				hutch_error_free(ierr);
-				rc = hutch__error_set(err, HUTCH_EPROTO,
-						      "the exec stream ended inside a frame");
+				rc = hutch__error_set(
+					err, HUTCH_EPROTO,
+					"the exec stream ended inside a frame");
 			}
 			goto out;
 		}
@@ -1043,9 +1076,11 @@ done:
 	res = NULL;
 out:
 	if (rc < 0) {
-		hutch__error_wrap(err, rc, "session '%s'", hutch_session_name(s));
+		hutch__error_wrap(err, rc, "session '%s'",
+				  hutch_session_name(s));
 		/* An engine's message may quote what it was sent. */
-		hutch__error_redact(err ? *err : NULL, hutch__session_redaction(s));
+		hutch__error_redact(err ? *err : NULL,
+				    hutch__session_redaction(s));
 	}
 	hutch_error_free(lerr);
 	hutch_error_free(r.stop_err);
@@ -1086,7 +1121,8 @@ static int add_stream(json_object *obj, const hutch_exec_result *r, int i,
 	 * the string alone (a model) knows it is not the whole output. */
 	if (r->out[i].omitted) {
 		char marker[96];
-		int m = snprintf(marker, sizeof(marker), "\n[... %llu bytes omitted ...]\n",
+		int m = snprintf(marker, sizeof(marker),
+				 "\n[... %llu bytes omitted ...]\n",
 				 (unsigned long long)r->out[i].omitted);
 		size_t head = r->out[i].head_len, total = len + (size_t)m;
 
@@ -1107,11 +1143,14 @@ static int add_stream(json_object *obj, const hutch_exec_result *r, int i,
 		return -1;
 	json_object_object_add(obj, name, v);
 	snprintf(key, sizeof(key), "%s_bytes", name);
-	json_object_object_add(obj, key, json_object_new_int64((int64_t)r->out[i].total));
+	json_object_object_add(obj, key,
+			       json_object_new_int64((int64_t)r->out[i].total));
 	snprintf(key, sizeof(key), "%s_truncated", name);
-	json_object_object_add(obj, key, json_object_new_boolean(r->out[i].omitted > 0));
+	json_object_object_add(obj, key,
+			       json_object_new_boolean(r->out[i].omitted > 0));
 	snprintf(key, sizeof(key), "%s_omitted_bytes", name);
-	json_object_object_add(obj, key, json_object_new_int64((int64_t)r->out[i].omitted));
+	json_object_object_add(
+		obj, key, json_object_new_int64((int64_t)r->out[i].omitted));
 	return 0;
 }
 
@@ -1119,7 +1158,8 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 			      const char *session, const char *const *argv,
 			      size_t argc, hutch_error **err)
 {
-	json_object *obj = json_object_new_object(), *av = json_object_new_array();
+	json_object *obj = json_object_new_object(),
+		    *av = json_object_new_array();
 	const char *s;
 	int rc = HUTCH_ENOMEM;
 
@@ -1140,18 +1180,26 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 			goto out;
 		json_object_array_add(av, a);
 	}
-	json_object_object_add(obj, "session", json_object_new_string(session ? session : ""));
+	json_object_object_add(obj, "session",
+			       json_object_new_string(session ? session : ""));
 	json_object_object_add(obj, "argv", av);
 	av = NULL;
-	json_object_object_add(obj, "exit_code",
-			       r->exit_code >= 0 ? json_object_new_int(r->exit_code) : NULL);
-	json_object_object_add(obj, "status", json_object_new_string(hutch_exec_status_name(r->status)));
-	if (add_stream(obj, r, 0, "stdout") < 0 || add_stream(obj, r, 1, "stderr") < 0)
+	json_object_object_add(
+		obj, "exit_code",
+		r->exit_code >= 0 ? json_object_new_int(r->exit_code) : NULL);
+	json_object_object_add(
+		obj, "status",
+		json_object_new_string(hutch_exec_status_name(r->status)));
+	if (add_stream(obj, r, 0, "stdout") < 0 ||
+	    add_stream(obj, r, 1, "stderr") < 0)
 		goto out;
 	json_object_object_add(obj, "oom", json_object_new_boolean(r->oom));
-	json_object_object_add(obj, "retried", json_object_new_boolean(r->retried));
-	json_object_object_add(obj, "duration_ms", json_object_new_int64((int64_t)r->duration_ms));
-	s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object_object_add(obj, "retried",
+			       json_object_new_boolean(r->retried));
+	json_object_object_add(obj, "duration_ms",
+			       json_object_new_int64((int64_t)r->duration_ms));
+	s = json_object_to_json_string_ext(
+		obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!s || !(*out = strdup(s)))
 		goto out;
 	rc = 0;

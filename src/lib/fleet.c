@@ -44,7 +44,8 @@ static int add_engine(hutch_fleet *f, const char *url, const char *source,
 	for (size_t i = 0; i < f->n; i++)
 		if (url && strcmp(hutch_engine_url(f->m[i].engine), url) == 0)
 			return hutch__error_set(err, HUTCH_EINVALID,
-						"engine '%s' is given twice", url);
+						"engine '%s' is given twice",
+						url);
 	if (f->n == FLEET_MAX)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"more than %d engines", FLEET_MAX);
@@ -53,10 +54,12 @@ static int add_engine(hutch_fleet *f, const char *url, const char *source,
 		return rc;
 	/* Two spellings of one socket ("/x" and "unix:///x"). */
 	for (size_t i = 0; url && i < f->n; i++)
-		if (strcmp(hutch_engine_url(f->m[i].engine), hutch_engine_url(e)) == 0) {
+		if (strcmp(hutch_engine_url(f->m[i].engine),
+			   hutch_engine_url(e)) == 0) {
 			hutch_engine_free(e);
 			return hutch__error_set(err, HUTCH_EINVALID,
-						"engine '%s' is given twice", url);
+						"engine '%s' is given twice",
+						url);
 		}
 	if (source)
 		e->source = source;
@@ -109,7 +112,8 @@ int hutch_fleet_open(hutch_fleet **out, const char *const *urls, size_t n,
 	if (n > 0) {
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			if (!urls[i] || !*urls[i])
-				rc = hutch__error_set(err, HUTCH_EINVALID, "empty engine URL");
+				rc = hutch__error_set(err, HUTCH_EINVALID,
+						      "empty engine URL");
 			else
 				rc = add_engine(f, urls[i], NULL, err);
 		}
@@ -157,7 +161,8 @@ hutch_engine *hutch_fleet_detach(hutch_fleet *f, hutch_engine *e)
 		if (f->m[i].engine != e)
 			continue;
 		f->m[i].engine = NULL;
-		memmove(&f->m[i], &f->m[i + 1], (f->n - i - 1) * sizeof(f->m[0]));
+		memmove(&f->m[i], &f->m[i + 1],
+			(f->n - i - 1) * sizeof(f->m[0]));
 		f->n--;
 		return e;
 	}
@@ -169,9 +174,9 @@ hutch_engine *hutch_fleet_detach(hutch_fleet *f, hutch_engine *e)
 struct probe {
 	hutch_engine *engine;
 	const char *name;
-	int count;       /* count the running sessions instead */
-	int has;         /* 1: container or workspace volume there */
-	long running;    /* hutch sessions running there */
+	int count;	  /* count the running sessions instead */
+	int has;	  /* 1: container or workspace volume there */
+	long running;	  /* hutch sessions running there */
 	hutch_error *err; /* set when the engine did not answer */
 };
 
@@ -187,10 +192,12 @@ static void probe_where(struct probe *p)
 		return;
 	}
 	snprintf(path, sizeof(path), "/containers/hutch-%s/json", esc);
-	rc = hutch__engine_get(p->engine, path, "inspect container", NULL, &p->err);
+	rc = hutch__engine_get(p->engine, path, "inspect container", NULL,
+			       &p->err);
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "/volumes/hutch-%s", esc);
-		rc = hutch__engine_get(p->engine, path, "inspect volume", NULL, &p->err);
+		rc = hutch__engine_get(p->engine, path, "inspect volume", NULL,
+				       &p->err);
 	}
 	free(esc);
 	if (rc >= 0)
@@ -203,16 +210,18 @@ static void probe_load(struct probe *p)
 	json_object *list = NULL;
 
 	/* {"label":["dev.hutch.session"],"status":["running"]} */
-	if (hutch__engine_call(p->engine, "GET",
-			       "/containers/json?filters=%7B%22label%22%3A%5B%22"
-			       HUTCH_LABEL_SESSION "%22%5D%2C%22status%22%3A%5B"
-			       "%22running%22%5D%7D",
-			       NULL, &list, NULL, "list containers", &p->err) == 0) {
+	if (hutch__engine_call(
+		    p->engine, "GET",
+		    "/containers/json?filters=%7B%22label%22%3A%5B%22" HUTCH_LABEL_SESSION
+		    "%22%5D%2C%22status%22%3A%5B"
+		    "%22running%22%5D%7D",
+		    NULL, &list, NULL, "list containers", &p->err) == 0) {
 		if (json_object_is_type(list, json_type_array))
 			p->running = (long)json_object_array_length(list);
 		else
-			hutch__error_set(&p->err, HUTCH_EPROTO,
-					 "list containers: the engine answered no list");
+			hutch__error_set(
+				&p->err, HUTCH_EPROTO,
+				"list containers: the engine answered no list");
 	}
 	json_object_put(list);
 }
@@ -259,7 +268,8 @@ static int choose(hutch_fleet *f, struct probe *p, const char *name)
 		if (p[i].running > load)
 			load = p[i].running;
 		h = name_hash(name, hutch_engine_url(f->m[i].engine));
-		if (best < 0 || load < best_load || (load == best_load && h > best_hash)) {
+		if (best < 0 || load < best_load ||
+		    (load == best_load && h > best_hash)) {
 			best = (int)i;
 			best_load = load;
 			best_hash = h;
@@ -268,8 +278,8 @@ static int choose(hutch_fleet *f, struct probe *p, const char *name)
 	return best;
 }
 
-static int locate_error(hutch_fleet *f, struct probe *p, int code, const char *name,
-			hutch_error **err)
+static int locate_error(hutch_fleet *f, struct probe *p, int code,
+			const char *name, hutch_error **err)
 {
 	char msg[1024];
 	size_t used;
@@ -281,7 +291,8 @@ static int locate_error(hutch_fleet *f, struct probe *p, int code, const char *n
 	for (size_t i = 0; i < f->n && used < sizeof(msg); i++) {
 		if (!p[i].err)
 			continue;
-		used += (size_t)snprintf(msg + used, sizeof(msg) - used, " %s: %s;",
+		used += (size_t)snprintf(msg + used, sizeof(msg) - used,
+					 " %s: %s;",
 					 hutch_engine_url(f->m[i].engine),
 					 hutch_error_message(p[i].err));
 	}
@@ -320,7 +331,8 @@ int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 	int rc = 0, at = -1, answered = 0;
 
 	if (!hutch_session_name_valid(name))
-		return hutch__error_set(err, HUTCH_EINVALID, "invalid session name '%s'", name);
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"invalid session name '%s'", name);
 	if (f->n == 1) {
 		*engine = f->m[0].engine;
 		if (found)
@@ -347,11 +359,12 @@ int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 		if (p[i].err || !p[i].has)
 			continue;
 		if (at >= 0) {
-			rc = hutch__error_set(err, HUTCH_EAMBIGUOUS,
-					      "session '%s' exists on two engines, %s and %s;"
-					      " remove one with 'hutch --engine URL rm %s'",
-					      name, hutch_engine_url(f->m[at].engine),
-					      hutch_engine_url(f->m[i].engine), name);
+			rc = hutch__error_set(
+				err, HUTCH_EAMBIGUOUS,
+				"session '%s' exists on two engines, %s and %s;"
+				" remove one with 'hutch --engine URL rm %s'",
+				name, hutch_engine_url(f->m[at].engine),
+				hutch_engine_url(f->m[i].engine), name);
 			goto out;
 		}
 		at = (int)i;
@@ -366,9 +379,10 @@ int hutch_fleet_locate(hutch_fleet *f, const char *name, int flags,
 		if (answered < (int)f->n)
 			rc = locate_error(f, p, HUTCH_EUNREACHABLE, name, err);
 		else
-			rc = hutch__error_set(err, HUTCH_ENOTFOUND,
-					      "no session '%s' on any of the %zu engines",
-					      name, f->n);
+			rc = hutch__error_set(
+				err, HUTCH_ENOTFOUND,
+				"no session '%s' on any of the %zu engines",
+				name, f->n);
 		goto out;
 	} else {
 		/* Nowhere: how loaded is each engine that answered? */

@@ -50,10 +50,10 @@ static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
 struct argv {
 	const char *v[FS_MAX_ARGV];
 	size_t n;
-	const char *env[2];      /* texts passed in the environment */
+	const char *env[2]; /* texts passed in the environment */
 	char *env_owned[2];
 	size_t nenv;
-	char nums[6][24];        /* storage for numeric arguments */
+	char nums[6][24]; /* storage for numeric arguments */
 	size_t nnums;
 	int overflow;
 };
@@ -96,14 +96,17 @@ static int check_arg(const char *what, const char *s, hutch_error **err)
 	size_t len;
 
 	if (!s)
-		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing", what);
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing",
+					what);
 	len = strlen(s);
 	if (len == 0)
-		return hutch__error_set(err, HUTCH_EINVALID, "%s is empty", what);
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is empty",
+					what);
 	if (len > FS_MAX_ARG)
-		return hutch__error_set(err, HUTCH_ETOOBIG,
-					"%s is too long (%zu bytes, at most %u)",
-					what, len, FS_MAX_ARG);
+		return hutch__error_set(
+			err, HUTCH_ETOOBIG,
+			"%s is too long (%zu bytes, at most %u)", what, len,
+			FS_MAX_ARG);
 	/* The engine would turn a bad byte into U+FFFD: another file. */
 	return hutch__error_if_not_utf8(err, what, s, len);
 }
@@ -113,7 +116,7 @@ static int check_arg(const char *what, const char *s, hutch_error **err)
 struct staged {
 	const char *data;
 	size_t len;
-	char path[64];           /* in the container */
+	char path[64]; /* in the container */
 };
 
 static char *env_text(const char *name, const char *data, size_t len)
@@ -139,8 +142,9 @@ static char *env_text(const char *name, const char *data, size_t len)
 		*p++ = b64[v & 63];
 	}
 	if (i < len) {
-		unsigned int v = (unsigned char)data[i] << 16 |
-				 (i + 1 < len ? (unsigned char)data[i + 1] << 8 : 0);
+		unsigned int v =
+			(unsigned char)data[i] << 16 |
+			(i + 1 < len ? (unsigned char)data[i + 1] << 8 : 0);
 
 		*p++ = b64[v >> 18];
 		*p++ = b64[(v >> 12) & 63];
@@ -182,16 +186,18 @@ static int stage(hutch_session *s, struct staged *st, size_t n,
 	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    hutch__tar_add(a, FS_STAGE_DIR + sizeof(HUTCH_AGENT_DIR), AE_IFDIR, 0777,
-			   NULL, 0) < 0) {
+	    hutch__tar_add(a, FS_STAGE_DIR + sizeof(HUTCH_AGENT_DIR), AE_IFDIR,
+			   0777, NULL, 0) < 0) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* Entry names are relative: the archive is put at
 		 * HUTCH_AGENT_DIR. */
-		snprintf(name, sizeof(name), "%s", st[i].path + sizeof(HUTCH_AGENT_DIR));
-		if (hutch__tar_add(a, name, AE_IFREG, 0644, st[i].data, st[i].len) < 0) {
+		snprintf(name, sizeof(name), "%s",
+			 st[i].path + sizeof(HUTCH_AGENT_DIR));
+		if (hutch__tar_add(a, name, AE_IFREG, 0644, st[i].data,
+				   st[i].len) < 0) {
 			rc = hutch__error_oom(err);
 			goto out;
 		}
@@ -200,8 +206,8 @@ static int stage(hutch_session *s, struct staged *st, size_t n,
 		rc = hutch__error_oom(err);
 		goto out;
 	}
-	rc = hutch__session_put_tar(s, buf, used, "upload the text to the container",
-				    err);
+	rc = hutch__session_put_tar(s, buf, used,
+				    "upload the text to the container", err);
 	if (rc == HUTCH_ENOTFOUND) {
 		/* A session's first call: make its container, then retry. */
 		hutch_error_free(err ? *err : NULL);
@@ -209,9 +215,9 @@ static int stage(hutch_session *s, struct staged *st, size_t n,
 			*err = NULL;
 		rc = hutch_session_ensure(s, NULL, err);
 		if (rc == 0)
-			rc = hutch__session_put_tar(s, buf, used,
-						    "upload the text to the container",
-						    err);
+			rc = hutch__session_put_tar(
+				s, buf, used,
+				"upload the text to the container", err);
 	}
 out:
 	archive_write_free(a);
@@ -248,12 +254,18 @@ static int code_of(const char *code)
 		const char *name;
 		int code;
 	} map[] = {
-		{ "escape", HUTCH_EESCAPE },     { "notfound", HUTCH_ENOTFOUND },
-		{ "notdir", HUTCH_EINVALID },    { "isdir", HUTCH_EINVALID },
-		{ "binary", HUTCH_EINVALID },    { "notfile", HUTCH_EINVALID },
-		{ "nomatch", HUTCH_ENOMATCH },   { "ambiguous", HUTCH_EAMBIGUOUS },
-		{ "invalid", HUTCH_EINVALID },   { "usage", HUTCH_EINVALID },
-		{ "toobig", HUTCH_ETOOBIG },     { "io", HUTCH_EFAILED },
+		{ "escape", HUTCH_EESCAPE },
+		{ "notfound", HUTCH_ENOTFOUND },
+		{ "notdir", HUTCH_EINVALID },
+		{ "isdir", HUTCH_EINVALID },
+		{ "binary", HUTCH_EINVALID },
+		{ "notfile", HUTCH_EINVALID },
+		{ "nomatch", HUTCH_ENOMATCH },
+		{ "ambiguous", HUTCH_EAMBIGUOUS },
+		{ "invalid", HUTCH_EINVALID },
+		{ "usage", HUTCH_EINVALID },
+		{ "toobig", HUTCH_ETOOBIG },
+		{ "io", HUTCH_EFAILED },
 		/* Another writer of the file: nothing was written. */
 		{ "conflict", HUTCH_ECONFLICT },
 	};
@@ -318,11 +330,14 @@ static void ambiguous_lines(char *out, size_t outsz, json_object *error)
 		return;
 	n = json_object_array_length(lines);
 	for (size_t i = 0; i < n && i < 20 && used < outsz; i++)
-		used += (size_t)snprintf(out + used, outsz - used, "%s%" PRId64,
-					 i ? ", " : " (lines ",
-					 json_object_get_int64(json_object_array_get_idx(lines, i)));
+		used += (size_t)snprintf(
+			out + used, outsz - used, "%s%" PRId64,
+			i ? ", " : " (lines ",
+			json_object_get_int64(
+				json_object_array_get_idx(lines, i)));
 	if (used < outsz)
-		snprintf(out + used, outsz - used, "%s)", n > 20 ? ", ..." : "");
+		snprintf(out + used, outsz - used, "%s)",
+			 n > 20 ? ", ..." : "");
 }
 
 static int agent_error(json_object *doc, const char *tool, hutch_error **err)
@@ -338,7 +353,8 @@ static int agent_error(json_object *doc, const char *tool, hutch_error **err)
 	if (code_of(code) == HUTCH_EAMBIGUOUS)
 		ambiguous_lines(where, sizeof(where), error);
 	rc = hutch__error_set(err, code_of(code), "%s: %s%s", tool,
-			      message ? message : "the agent failed without saying why",
+			      message ? message :
+					"the agent failed without saying why",
 			      where);
 	if (rc == HUTCH_ENOMATCH && err)
 		nomatch_detail(*err, error);
@@ -350,7 +366,8 @@ static int agent_too_old(int code, const char *out, size_t len,
 			 const char *errdata, size_t errlen)
 {
 	return code == 126 || code == 127 ||
-	       (code == 2 && len == 0 && memmem(errdata, errlen, "unknown command", 15));
+	       (code == 2 && len == 0 &&
+		memmem(errdata, errlen, "unknown command", 15));
 }
 
 /* Replace the container's agent with this library's (owned as
@@ -403,8 +420,8 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	eo.argc = a->n;
 	eo.capture = 1;
 	eo.max_output = FS_MAX_ANSWER;
-	eo.timeout_ms = opts->timeout_ms ? opts->timeout_ms
-					 : HUTCH_FS_DEFAULT_TIMEOUT_MS;
+	eo.timeout_ms = opts->timeout_ms ? opts->timeout_ms :
+					   HUTCH_FS_DEFAULT_TIMEOUT_MS;
 	eo.cancel = opts->cancel;
 	eo.env = a->env;
 	eo.env_count = a->nenv;
@@ -421,11 +438,12 @@ again:
 		break;
 	case HUTCH_EXEC_TIMEOUT:
 		rc = hutch__error_set(err, HUTCH_ETIMEOUT,
-				      "%s: no answer within %" PRIu64 " ms", tool,
-				      eo.timeout_ms);
+				      "%s: no answer within %" PRIu64 " ms",
+				      tool, eo.timeout_ms);
 		goto out;
 	case HUTCH_EXEC_CANCELLED:
-		rc = hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled", tool);
+		rc = hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
+				      tool);
 		goto out;
 	case HUTCH_EXEC_SANDBOX_LOST:
 	default:
@@ -452,9 +470,11 @@ again:
 				return hutch__error_wrap(err, rc, "%s", tool);
 			goto again;
 		}
-		rc = hutch__error_set(err, HUTCH_EFAILED,
-				      "%s: the agent in the session's container does not "
-				      "run file tools (exit %d): %.200s", tool, code, errdata);
+		rc = hutch__error_set(
+			err, HUTCH_EFAILED,
+			"%s: the agent in the session's container does not "
+			"run file tools (exit %d): %.200s",
+			tool, code, errdata);
 		goto out;
 	}
 	if (code != 0 && code != 1 && code != 2) {
@@ -506,7 +526,8 @@ static int check_options(const hutch_fs_options *opts, hutch_error **err)
 	if (opts->version != HUTCH_FS_OPTIONS_VERSION)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"hutch_fs_options version %u is not %u",
-					opts->version, HUTCH_FS_OPTIONS_VERSION);
+					opts->version,
+					HUTCH_FS_OPTIONS_VERSION);
 	return 0;
 }
 
@@ -535,7 +556,8 @@ static int check_text(const char *what, const char *data, size_t len,
 		      hutch_error **err)
 {
 	if (!data && len)
-		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing", what);
+		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing",
+					what);
 	if (len > HUTCH_FS_MAX_TEXT)
 		return hutch__error_set(err, HUTCH_ETOOBIG,
 					"%s is too big (%zu bytes, at most %u)",
@@ -583,17 +605,20 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 	opts = options(opts);
 	if ((rc = check_options(opts, err)) < 0 ||
 	    (rc = check_arg("edit: the path", path, err)) < 0 ||
-	    (rc = check_text("edit: the old text", old_text, old_len, err)) < 0 ||
+	    (rc = check_text("edit: the old text", old_text, old_len, err)) <
+		    0 ||
 	    (rc = check_text("edit: the new text", new_text, new_len, err)) < 0)
 		return rc;
 	/* Refused here too, to save a round trip; the agent checks again. */
 	if (old_len == 0)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"edit: the old text is empty (use write to "
-					"create or replace a whole file)");
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"edit: the old text is empty (use write to "
+			"create or replace a whole file)");
 	if (old_len == new_len && memcmp(old_text, new_text, old_len) == 0)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"edit: the old and new text are the same");
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"edit: the old and new text are the same");
 	argv_init(&a, "edit");
 	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
 		argv_release(&a);
@@ -628,7 +653,8 @@ static int check_search(const char *tool, const char *what, const char *pattern,
 }
 
 /* The operands that end a search's command line. */
-static void search_operands(struct argv *a, const char *pattern, const char *path)
+static void search_operands(struct argv *a, const char *pattern,
+			    const char *path)
 {
 	arg(a, "--");
 	arg(a, pattern);
@@ -644,14 +670,16 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 	int rc;
 
 	opts = options(opts);
-	if ((rc = check_search("grep", "pattern", pattern, path, opts, err)) < 0)
+	if ((rc = check_search("grep", "pattern", pattern, path, opts, err)) <
+	    0)
 		return rc;
 	if (opts->include_count > 16)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"grep: at most 16 include globs");
 	argv_init(&a, "grep");
 	for (size_t i = 0; i < opts->include_count; i++) {
-		if ((rc = check_arg("grep: an include glob", opts->include[i], err)) < 0)
+		if ((rc = check_arg("grep: an include glob", opts->include[i],
+				    err)) < 0)
 			return rc;
 		arg(&a, "--include");
 		arg(&a, opts->include[i]);
@@ -674,9 +702,9 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 	if ((rc = check_search("find", "glob", glob, path, opts, err)) < 0)
 		return rc;
 	if (opts->type && opts->type != 'f' && opts->type != 'd')
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"find: type '%c' is neither 'f' nor 'd'",
-					opts->type);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"find: type '%c' is neither 'f' nor 'd'", opts->type);
 	argv_init(&a, "find");
 	if (opts->type) {
 		arg(&a, "--type");
@@ -765,7 +793,8 @@ void hutch_fs_result_write(const hutch_fs_result *r, uint64_t *bytes,
 	if (bytes)
 		*bytes = num_field(r ? r->doc : NULL, "bytes");
 	if (created)
-		*created = r && json_object_object_get_ex(r->doc, "created", &v) &&
+		*created = r &&
+			   json_object_object_get_ex(r->doc, "created", &v) &&
 			   json_object_get_boolean(v);
 }
 

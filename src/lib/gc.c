@@ -40,7 +40,8 @@ static int read_record(hutch_engine *e, const char *container, long long *out,
 	*found = 0;
 	if (!esc)
 		return hutch__error_oom(err);
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s", container, esc);
+	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s",
+		 container, esc);
 	free(esc);
 	req.path = path;
 	rc = hutch__http(e, &req, &resp, err);
@@ -78,8 +79,8 @@ static long long max_ll(long long a, long long b)
 
 /* The latest of the container's creation, start and stop: a session
  * without a record.  HUTCH_ENOTFOUND when the container is gone. */
-static int container_times(hutch_engine *e, const char *container, long long *out,
-			   hutch_error **err)
+static int container_times(hutch_engine *e, const char *container,
+			   long long *out, hutch_error **err)
 {
 	json_object *obj = NULL, *st = NULL;
 	char path[512];
@@ -92,7 +93,8 @@ static int container_times(hutch_engine *e, const char *container, long long *ou
 		return rc;
 	json_object_object_get_ex(obj, "State", &st);
 	*out = max_ll(json_time(obj, "Created"),
-		      max_ll(json_time(st, "StartedAt"), json_time(st, "FinishedAt")));
+		      max_ll(json_time(st, "StartedAt"),
+			     json_time(st, "FinishedAt")));
 	json_object_put(obj);
 	return 0;
 }
@@ -128,7 +130,8 @@ static int last_used(hutch_engine *e, hutch_session_info *info, int *orphan,
 	*orphan = 0;
 
 	if (!hutch_session_name_valid(info->name))
-		return hutch__error_set(err, HUTCH_EINVALID, "invalid session name '%.80s'",
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"invalid session name '%.80s'",
 					info->name ? info->name : "");
 	if (container) {
 		rc = read_record(e, container, &rec, &found, err);
@@ -160,7 +163,8 @@ static int last_used(hutch_engine *e, hutch_session_info *info, int *orphan,
 	if ((rc = volume_time(e, name, &sys, err)) < 0)
 		goto fail;
 	if (!ws && !sys) {
-		rc = hutch__error_set(err, HUTCH_ENOTFOUND, "no session '%s'", info->name);
+		rc = hutch__error_set(err, HUTCH_ENOTFOUND, "no session '%s'",
+				      info->name);
 		goto fail;
 	}
 	info->last_used = max_ll(best, max_ll(ws, sys));
@@ -195,27 +199,33 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 	int rc, running = 0;
 
 	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	rc = hutch__engine_get(e, path, "inspect the session's container", &obj, err);
+	rc = hutch__engine_get(e, path, "inspect the session's container", &obj,
+			       err);
 	if (rc <= 0)
 		return rc;
 	if (!json_object_object_get_ex(obj, "State", &st) ||
-	    !json_object_object_get_ex(st, "Running", &v) || !json_object_get_boolean(v)) {
+	    !json_object_object_get_ex(st, "Running", &v) ||
+	    !json_object_get_boolean(v)) {
 		json_object_put(obj);
 		return 0;
 	}
 	json_object_object_get_ex(obj, "ExecIDs", &ids);
-	n = json_object_is_type(ids, json_type_array) ? json_object_array_length(ids) : 0;
+	n = json_object_is_type(ids, json_type_array) ?
+		    json_object_array_length(ids) :
+		    0;
 	for (size_t i = 0; i < n && !running; i++) {
 		json_object *ex = NULL, *r;
-		const char *id = json_object_get_string(json_object_array_get_idx(ids, i));
+		const char *id = json_object_get_string(
+			json_object_array_get_idx(ids, i));
 		hutch_error *lerr = NULL;
 
-		if (!id || strspn(id, "0123456789abcdefABCDEF") != strlen(id) || !*id ||
-		    strlen(id) > 128)
+		if (!id || strspn(id, "0123456789abcdefABCDEF") != strlen(id) ||
+		    !*id || strlen(id) > 128)
 			continue;
 		snprintf(path, sizeof(path), "/exec/%s/json", id);
 		rc = hutch__engine_call(e, "GET", path, NULL, &ex, NULL,
-					"inspect a command of the session", &lerr);
+					"inspect a command of the session",
+					&lerr);
 		if (rc == HUTCH_ENOTFOUND) {
 			/* Finished and forgotten since the container's
 			 * inspection. */
@@ -238,12 +248,14 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 	return running;
 }
 
-static void report(hutch_gc_cb cb, void *payload, const char *name, const char *kind,
-		   long long last_used, long long now, hutch_gc_action action,
-		   const hutch_error *error)
+static void report(hutch_gc_cb cb, void *payload, const char *name,
+		   const char *kind, long long last_used, long long now,
+		   hutch_gc_action action, const hutch_error *error)
 {
-	hutch_gc_entry entry = { name, kind, last_used,
-				 now > last_used ? now - last_used : 0, action, error };
+	hutch_gc_entry entry = {
+		name,	kind, last_used, now > last_used ? now - last_used : 0,
+		action, error
+	};
 
 	if (cb)
 		cb(&entry, payload);
@@ -262,7 +274,8 @@ struct gc_run {
 static void failed(struct gc_run *g, const char *name, const char *kind,
 		   long long last_used, hutch_error *lerr)
 {
-	report(g->cb, g->payload, name, kind, last_used, g->now, HUTCH_GC_FAILED, lerr);
+	report(g->cb, g->payload, name, kind, last_used, g->now,
+	       HUTCH_GC_FAILED, lerr);
 	g->failed++;
 	if (!g->first)
 		g->first = lerr;
@@ -289,8 +302,8 @@ static void gc_session(struct gc_run *g, hutch_session_info *info)
 		return;
 	}
 	if (g->now - info->last_used < g->o->idle) {
-		report(g->cb, g->payload, info->name, kind, info->last_used, g->now,
-		       HUTCH_GC_KEPT, NULL);
+		report(g->cb, g->payload, info->name, kind, info->last_used,
+		       g->now, HUTCH_GC_KEPT, NULL);
 		return;
 	}
 	if (info->id || info->container) {
@@ -300,8 +313,8 @@ static void gc_session(struct gc_run *g, hutch_session_info *info)
 			return;
 		}
 		if (rc == 1) {
-			report(g->cb, g->payload, info->name, kind, info->last_used,
-			       g->now, HUTCH_GC_BUSY, NULL);
+			report(g->cb, g->payload, info->name, kind,
+			       info->last_used, g->now, HUTCH_GC_BUSY, NULL);
 			return;
 		}
 	}
@@ -326,12 +339,14 @@ int hutch_session_gc(hutch_engine *e, const hutch_gc_options *o, hutch_gc_cb cb,
 	int rc;
 
 	if (!o || o->version != HUTCH_GC_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"unsupported hutch_gc_options version %u",
-					o ? o->version : 0);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"unsupported hutch_gc_options version %u",
+			o ? o->version : 0);
 	if (o->idle < 0)
 		return hutch__error_set(err, HUTCH_EINVALID,
-					"idle time %lld s is negative", o->idle);
+					"idle time %lld s is negative",
+					o->idle);
 	if (o->match && !hutch__glob_valid(o->match))
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"invalid pattern '%.80s'", o->match);
@@ -343,14 +358,16 @@ int hutch_session_gc(hutch_engine *e, const hutch_gc_options *o, hutch_gc_cb cb,
 		return rc;
 	g.now = (long long)time(NULL);
 	for (size_t i = 0; i < n; i++)
-		if (!o->match || hutch__glob_match(o->match, infos[i].name, false))
+		if (!o->match ||
+		    hutch__glob_match(o->match, infos[i].name, false))
 			gc_session(&g, &infos[i]);
 	hutch_session_info_array_free(infos, n);
 	if (g.failed) {
-		rc = hutch__error_set(err, HUTCH_EFAILED,
-				      "%zu session%s could not be removed; the first: %s",
-				      g.failed, g.failed == 1 ? "" : "s",
-				      hutch_error_message(g.first));
+		rc = hutch__error_set(
+			err, HUTCH_EFAILED,
+			"%zu session%s could not be removed; the first: %s",
+			g.failed, g.failed == 1 ? "" : "s",
+			hutch_error_message(g.first));
 		hutch_error_free(g.first);
 		return rc;
 	}

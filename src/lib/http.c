@@ -103,7 +103,9 @@ static void conn_put(hutch_engine *e, struct hutch__conn *c, int reuse)
 
 	pthread_mutex_lock(&e->lock);
 	e->busy--;
-	keep = e->peak < POOL_KEEP ? POOL_KEEP : e->peak > POOL_MAX ? POOL_MAX : e->peak;
+	keep = e->peak < POOL_KEEP ? POOL_KEEP :
+	       e->peak > POOL_MAX  ? POOL_MAX :
+				     e->peak;
 	if (reuse && e->nconns < keep) {
 		c->next = e->pool;
 		e->pool = c;
@@ -153,11 +155,15 @@ int hutch__http_share_init(hutch_engine *e)
 
 	if (!sh)
 		return -1;
-	if (curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock) != CURLSHE_OK ||
-	    curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock) != CURLSHE_OK ||
+	if (curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock) !=
+		    CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock) !=
+		    CURLSHE_OK ||
 	    curl_share_setopt(sh, CURLSHOPT_USERDATA, e) != CURLSHE_OK ||
-	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
-	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) !=
+		    CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE,
+			      CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
 		curl_share_cleanup(sh);
 		return -1;
 	}
@@ -215,7 +221,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *p)
 	struct xfer *x = p;
 	size_t len = size * nmemb, name = strlen(x->req->header);
 
-	if (len > name && data[name] == ':' && strncasecmp(data, x->req->header, name) == 0) {
+	if (len > name && data[name] == ':' &&
+	    strncasecmp(data, x->req->header, name) == 0) {
 		const char *v = data + name + 1;
 		size_t n = len - name - 1;
 
@@ -223,7 +230,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *p)
 			v++;
 			n--;
 		}
-		while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+		while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' ||
+			     v[n - 1] == ' '))
 			n--;
 		if (n < sizeof(x->resp->header)) {
 			memcpy(x->resp->header, v, n);
@@ -286,7 +294,8 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 		}
 		timeout = 1000;
 		if (req->cancel) {
-			if (__atomic_load_n(&req->cancel->raised, __ATOMIC_SEQ_CST)) {
+			if (__atomic_load_n(&req->cancel->raised,
+					    __ATOMIC_SEQ_CST)) {
 				*cancelled = 1;
 				break;
 			}
@@ -299,7 +308,8 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 				 * engine sends waits in the socket. */
 				next = 0;
 				if (req->on_deadline)
-					next = req->on_deadline(req->sink_payload);
+					next = req->on_deadline(
+						req->sink_payload);
 				if (next <= now) {
 					*timed_out = 1;
 					break;
@@ -310,7 +320,8 @@ static CURLcode run_transfer(struct hutch__conn *c, const hutch__request *req,
 			if (deadline - now < (unsigned long long)timeout)
 				timeout = (int)(deadline - now);
 		}
-		if (curl_multi_poll(c->multi, NULL, 0, timeout, NULL) != CURLM_OK) {
+		if (curl_multi_poll(c->multi, NULL, 0, timeout, NULL) !=
+		    CURLM_OK) {
 			result = CURLE_RECV_ERROR;
 			break;
 		}
@@ -342,19 +353,22 @@ static int unreachable(hutch_engine *e, size_t cur, hutch_error **err,
 	 * is wrong with the socket instead. */
 	if (sock) {
 		if (stat(sock, &st) < 0)
-			why = errno == ENOENT ? "no such socket" : strerror(errno);
+			why = errno == ENOENT ? "no such socket" :
+						strerror(errno);
 		else if (!S_ISSOCK(st.st_mode))
 			why = "not a socket";
 		else
 			why = "connection refused";
 	}
 	if (e->ncandidates > 1)
-		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+		return hutch__error_set(
+			err, HUTCH_EUNREACHABLE,
 			"no container engine answered: tried %s (%s); start Docker "
 			"('dockerd') or Podman ('podman system service --time=0'), "
 			"or name one with --engine or HUTCH_ENGINE",
 			url, why);
-	return hutch__error_set(err, HUTCH_EUNREACHABLE,
+	return hutch__error_set(
+		err, HUTCH_EUNREACHABLE,
 		"cannot reach the container engine at %s (from %s): %s; is it "
 		"running? Start Docker ('dockerd') or Podman ('podman system "
 		"service --time=0'), or name another with --engine or HUTCH_ENGINE",
@@ -371,14 +385,19 @@ static int tls_failure(hutch_engine *e, size_t cur, CURLcode crc,
 
 	switch (crc) {
 	case CURLE_PEER_FAILED_VERIFICATION:
-		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+		return hutch__error_set(
+			err, HUTCH_EUNREACHABLE,
 			"engine %s: its TLS certificate is not signed by %s (or does not "
-			"name the host): %s; check DOCKER_CERT_PATH/ca.pem", url, ca, why);
+			"name the host): %s; check DOCKER_CERT_PATH/ca.pem",
+			url, ca, why);
 	case CURLE_SSL_CACERT_BADFILE:
-		return hutch__error_set(err, HUTCH_EINVALID,
-			"engine %s: cannot use the TLS CA file %s: %s", url, ca, why);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"engine %s: cannot use the TLS CA file %s: %s", url, ca,
+			why);
 	case CURLE_SSL_CERTPROBLEM:
-		return hutch__error_set(err, HUTCH_EINVALID,
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
 			"engine %s: cannot use the TLS client certificate %s / %s: %s",
 			url, e->tls_cert, e->tls_key, why);
 	case CURLE_SSL_CONNECT_ERROR:
@@ -391,11 +410,13 @@ static int tls_failure(hutch_engine *e, size_t cur, CURLcode crc,
 		if (crc != CURLE_SSL_CONNECT_ERROR && !strstr(why, "alert") &&
 		    !strstr(why, "SSL") && !strstr(why, "TLS"))
 			return 0;
-		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+		return hutch__error_set(
+			err, HUTCH_EUNREACHABLE,
 			"engine %s: TLS handshake failed: %s%s", url, why,
-			e->tls_cert ? "" :
-			" (no client certificate was offered: put cert.pem and key.pem "
-			"in DOCKER_CERT_PATH)");
+			e->tls_cert ?
+				"" :
+				" (no client certificate was offered: put cert.pem and key.pem "
+				"in DOCKER_CERT_PATH)");
 	default:
 		return 0;
 	}
@@ -440,7 +461,8 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	/* Plain HTTP only, or only HTTPS for a TLS engine, whatever URL a
 	 * setting smuggles in. */
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
+	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR,
+			 e->tls ? "https" : "http");
 #else
 	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS,
 			 (long)(e->tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP));
@@ -460,7 +482,8 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	headers = curl_slist_append(headers, "Expect:");
 	if (req->body || req->source) {
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
-			 req->content_type ? req->content_type : "application/json");
+			 req->content_type ? req->content_type :
+					     "application/json");
 		headers = curl_slist_append(headers, ctype);
 	}
 	if (req->body) {
@@ -482,7 +505,8 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	hutch__buf_reset(&resp->body);
 	*curl_rc = run_transfer(c, req, timed_out, cancelled);
 	if (!resp->status)
-		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &resp->status);
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE,
+				  &resp->status);
 	*too_big = x.too_big;
 	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
@@ -495,7 +519,9 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
  * the version hutch pins. */
 static int negotiate(hutch_engine *e, hutch_error **err)
 {
-	hutch__request req = { .method = "GET", .path = "/version", .unversioned = 1 };
+	hutch__request req = { .method = "GET",
+			       .path = "/version",
+			       .unversioned = 1 };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	json_object *obj, *v;
 	int rc;
@@ -512,8 +538,9 @@ static int negotiate(hutch_engine *e, hutch_error **err)
 		 * same engine's same answer and are dropped. */
 		pthread_mutex_lock(&e->lock);
 		if (!e->negotiated) {
-			snprintf(e->negotiated_version, sizeof(e->negotiated_version),
-				 "%s", json_object_get_string(v));
+			snprintf(e->negotiated_version,
+				 sizeof(e->negotiated_version), "%s",
+				 json_object_get_string(v));
 			__atomic_store_n(&e->api_version, e->negotiated_version,
 					 __ATOMIC_RELEASE);
 			e->negotiated = 1;
@@ -521,9 +548,10 @@ static int negotiate(hutch_engine *e, hutch_error **err)
 		pthread_mutex_unlock(&e->lock);
 		rc = 0;
 	} else {
-		rc = hutch__error_set(err, HUTCH_EPROTO,
-				      "engine at %s did not say its API version",
-				      hutch_engine_url(e));
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"engine at %s did not say its API version",
+			hutch_engine_url(e));
 	}
 	json_object_put(obj);
 	hutch__response_free(&resp);
@@ -539,11 +567,13 @@ int hutch__http(hutch_engine *e, const hutch__request *req,
 	size_t cur;
 
 	if (hutch__http_global_init() < 0)
-		return hutch__error_set(err, HUTCH_EFAILED, "libcurl failed to initialise");
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"libcurl failed to initialise");
 again:
 	timed_out = cancelled = too_big = 0;
 	cur = current(e);
-	rc = perform_once(e, cur, req, resp, &crc, &timed_out, &cancelled, &too_big, errbuf);
+	rc = perform_once(e, cur, req, resp, &crc, &timed_out, &cancelled,
+			  &too_big, errbuf);
 	if (rc == HUTCH_ENOMEM)
 		return hutch__error_oom(err);
 	if (rc < 0)
@@ -551,10 +581,12 @@ again:
 	if (cancelled)
 		return hutch__error_set(err, HUTCH_ECANCELLED, "cancelled");
 	if (timed_out)
-		return hutch__error_set(err, HUTCH_ETIMEOUT, "%s %s: deadline passed",
-					req->method, req->path);
+		return hutch__error_set(err, HUTCH_ETIMEOUT,
+					"%s %s: deadline passed", req->method,
+					req->path);
 	if (too_big)
-		return hutch__error_set(err, HUTCH_ETOOBIG,
+		return hutch__error_set(
+			err, HUTCH_ETOOBIG,
 			"%s %s: the engine's answer is larger than %u bytes",
 			req->method, req->path, HUTCH_MAX_RESPONSE);
 	if (resp->sink_aborted)
@@ -564,29 +596,37 @@ again:
 		/* Discovery found several sockets: a dead one is skipped. */
 		if (advance_candidate(e, cur))
 			goto again;
-		return unreachable(e, cur, err, errbuf[0] ? errbuf : curl_easy_strerror(crc));
+		return unreachable(e, cur, err,
+				   errbuf[0] ? errbuf :
+					       curl_easy_strerror(crc));
 	}
 	if (e->tls && crc != CURLE_OK &&
-	    (rc = tls_failure(e, cur, crc, errbuf[0] ? errbuf : curl_easy_strerror(crc),
+	    (rc = tls_failure(e, cur, crc,
+			      errbuf[0] ? errbuf : curl_easy_strerror(crc),
 			      err)) < 0)
 		return rc;
 	if (crc == CURLE_ABORTED_BY_CALLBACK && req->source)
-		return hutch__error_set(err, HUTCH_EFAILED, "%s %s: upload aborted",
-					req->method, req->path);
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"%s %s: upload aborted", req->method,
+					req->path);
 	if (crc != CURLE_OK)
-		return hutch__error_set(err, HUTCH_EFAILED, "%s %s: %s", req->method,
-					req->path, errbuf[0] ? errbuf : curl_easy_strerror(crc));
+		return hutch__error_set(
+			err, HUTCH_EFAILED, "%s %s: %s", req->method, req->path,
+			errbuf[0] ? errbuf : curl_easy_strerror(crc));
 	/* Plain HTTP to a port where the engine wants TLS: Go's HTTP server
 	 * answers 400 with this text. */
 	if (resp->status == 400 && !e->tls && resp->body.data &&
 	    strstr(resp->body.data, "HTTP request to an HTTPS server"))
-		return hutch__error_set(err, HUTCH_EUNREACHABLE,
+		return hutch__error_set(
+			err, HUTCH_EUNREACHABLE,
 			"engine %s speaks TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH "
-			"(ca.pem, cert.pem, key.pem), or use https://", e->urls[cur]);
+			"(ca.pem, cert.pem, key.pem), or use https://",
+			e->urls[cur]);
 	/* An engine older than the pinned API says so with a 400; ask it for
 	 * its version once and go on with that. */
 	if (resp->status == 400 && !req->unversioned && !negotiated_now &&
-	    resp->body.data && strstr(resp->body.data, "too new") && !req->source) {
+	    resp->body.data && strstr(resp->body.data, "too new") &&
+	    !req->source) {
 		hutch_error *nerr = NULL;
 
 		negotiated_now = 1;
@@ -617,7 +657,8 @@ int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
 	int rc;
 
 	if (body) {
-		req.body = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
+		req.body = json_object_to_json_string_length(
+			body, JSON_C_TO_STRING_PLAIN, &len);
 		if (!req.body)
 			return hutch__error_oom(err);
 		req.body_len = len;
@@ -639,8 +680,10 @@ int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
 		if (resp.body.len) {
 			*out = hutch__json_parse(resp.body.data, resp.body.len);
 			if (!*out) {
-				rc = hutch__error_set(err, HUTCH_EPROTO,
-					"%s: the engine's answer is not valid JSON", what);
+				rc = hutch__error_set(
+					err, HUTCH_EPROTO,
+					"%s: the engine's answer is not valid JSON",
+					what);
 				goto out;
 			}
 		}
@@ -655,7 +698,8 @@ int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
 		      json_object **out, hutch_error **err)
 {
 	long status = 0;
-	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what, err);
+	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what,
+				    err);
 
 	if (rc == 0)
 		return 1;

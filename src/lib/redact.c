@@ -19,11 +19,11 @@
 #include "utf8.h"
 
 struct node {
-	uint32_t fail;     /* failure link */
-	uint32_t child;    /* first child, 0 for none (0 is the root) */
-	uint32_t sibling;  /* next child of the same parent */
-	uint32_t out;      /* longest pattern ending here, 0 for none */
-	uint32_t depth;    /* length of the prefix this node stands for */
+	uint32_t fail;	  /* failure link */
+	uint32_t child;	  /* first child, 0 for none (0 is the root) */
+	uint32_t sibling; /* next child of the same parent */
+	uint32_t out;	  /* longest pattern ending here, 0 for none */
+	uint32_t depth;	  /* length of the prefix this node stands for */
 	unsigned char byte;
 };
 
@@ -51,8 +51,7 @@ static uint32_t child_of(const hutch__secrets *set, uint32_t node,
 
 /* One byte through the automaton: amortized constant time, since each
  * failure link taken shortens the match at least by one. */
-static uint32_t step(const hutch__secrets *set, uint32_t state,
-		     unsigned char c)
+static uint32_t step(const hutch__secrets *set, uint32_t state, unsigned char c)
 {
 	uint32_t next;
 
@@ -73,7 +72,8 @@ static int add_pattern(hutch__secrets *set, const unsigned char *p, size_t len)
 		if (!next) {
 			if (set->n == set->alloc) {
 				size_t alloc = set->alloc * 2;
-				struct node *nn = realloc(set->nodes, alloc * sizeof(*nn));
+				struct node *nn = realloc(set->nodes,
+							  alloc * sizeof(*nn));
 
 				if (!nn)
 					return -1;
@@ -87,7 +87,8 @@ static int add_pattern(hutch__secrets *set, const unsigned char *p, size_t len)
 			if (node == 0) {
 				set->root_next[p[i]] = next;
 			} else {
-				set->nodes[next].sibling = set->nodes[node].child;
+				set->nodes[next].sibling =
+					set->nodes[node].child;
 				set->nodes[node].child = next;
 			}
 		}
@@ -115,8 +116,10 @@ static int link(hutch__secrets *set)
 	while (head < tail) {
 		uint32_t u = queue[head++];
 
-		for (uint32_t v = set->nodes[u].child; v; v = set->nodes[v].sibling) {
-			uint32_t f = step(set, set->nodes[u].fail, set->nodes[v].byte);
+		for (uint32_t v = set->nodes[u].child; v;
+		     v = set->nodes[v].sibling) {
+			uint32_t f = step(set, set->nodes[u].fail,
+					  set->nodes[v].byte);
 
 			set->nodes[v].fail = f;
 			if (set->nodes[v].out < set->nodes[f].out)
@@ -143,7 +146,8 @@ static size_t b64(char *out, const unsigned char *in, size_t len,
 	size_t i, o = 0;
 
 	for (i = 0; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
+			     in[i + 2];
 
 		out[o++] = alphabet[v >> 18];
 		out[o++] = alphabet[(v >> 12) & 63];
@@ -374,7 +378,8 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 	if (add_pattern(set, v, len) < 0)
 		goto out;
 	for (int upper = 0; upper < 2; upper++) {
-		const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+		const char *digits = upper ? "0123456789ABCDEF" :
+					     "0123456789abcdef";
 
 		for (size_t i = 0; i < len; i++) {
 			enc[2 * i] = digits[v[i] >> 4];
@@ -394,12 +399,14 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 		 * 8(k + len); the characters whose six bits all lie inside
 		 * are the same whatever surrounds the value. */
 		for (size_t k = 0; k < 3; k++) {
-			size_t first = (8 * k + 5) / 6, end = (8 * (k + len)) / 6;
+			size_t first = (8 * k + 5) / 6,
+			       end = (8 * (k + len)) / 6;
 
 			memset(shifted, 0, len + 4);
 			memcpy(shifted + k, v, len);
 			b64(enc, shifted, k + len + 2, alphabets[a], 0);
-			if (add_pattern(set, (unsigned char *)enc + first, end - first) < 0)
+			if (add_pattern(set, (unsigned char *)enc + first,
+					end - first) < 0)
 				goto out;
 		}
 	}
@@ -452,7 +459,8 @@ int hutch__secrets_new(hutch__secrets **out, const char *const *values,
 	if (!set->nodes)
 		goto oom;
 	for (size_t i = 0; i < n; i++)
-		if (add_value(set, (const unsigned char *)values[i], lens[i]) < 0)
+		if (add_value(set, (const unsigned char *)values[i], lens[i]) <
+		    0)
 			goto oom;
 	if (link(set) < 0)
 		goto oom;
@@ -541,7 +549,8 @@ static int put(hutch__redactor *r, const char *data, size_t len,
 	int rc;
 
 	while (len > 0) {
-		if (r->out_len == sizeof(r->out) && (rc = hand_on(r, emit, payload)))
+		if (r->out_len == sizeof(r->out) &&
+		    (rc = hand_on(r, emit, payload)))
 			return rc;
 		n = sizeof(r->out) - r->out_len;
 		if (n > len)
@@ -579,11 +588,13 @@ static int decide(hutch__redactor *r, uint64_t upto, hutch__redact_emit emit,
 
 	while (r->base < upto) {
 		if (r->runs_len && r->base >= RUN(r, 0).start) {
-			uint64_t end = RUN(r, 0).end < upto ? RUN(r, 0).end : upto;
+			uint64_t end = RUN(r, 0).end < upto ? RUN(r, 0).end :
+							      upto;
 
 			if (!r->marked) {
-				rc = put(r, HUTCH_REDACTED, sizeof(HUTCH_REDACTED) - 1,
-					 emit, payload);
+				rc = put(r, HUTCH_REDACTED,
+					 sizeof(HUTCH_REDACTED) - 1, emit,
+					 payload);
 				if (rc)
 					return rc;
 				r->marked = 1;

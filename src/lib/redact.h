@@ -71,28 +71,27 @@ size_t hutch__secrets_max_pattern(const hutch__secrets *set);
 
 /* Where redacted output goes.  A non-zero return stops the feed and is
  * returned by it. */
-typedef int (*hutch__redact_emit)(const char *data, size_t len,
-				  void *payload);
+typedef int (*hutch__redact_emit)(const char *data, size_t len, void *payload);
 
 /* Bytes decided at once beyond the ones held back. */
 #define HUTCH_REDACT_BATCH 4096u
 
 typedef struct {
-	uint64_t start, end;  /* absolute stream positions, end exclusive */
+	uint64_t start, end; /* absolute stream positions, end exclusive */
 } hutch__redact_run;
 
 typedef struct {
-	const hutch__secrets *set;  /* borrowed */
-	uint32_t state;             /* automaton state */
-	uint64_t pos;               /* bytes fed so far */
-	uint64_t base;              /* bytes decided (emitted or masked) */
-	char *window;               /* bytes [base, pos), a ring of `size` */
-	size_t hold;                /* longest pattern */
-	size_t size;                /* hold + HUTCH_REDACT_BATCH */
-	hutch__redact_run *runs;    /* masked runs in [base, pos), a ring */
+	const hutch__secrets *set; /* borrowed */
+	uint32_t state;		   /* automaton state */
+	uint64_t pos;		   /* bytes fed so far */
+	uint64_t base;		   /* bytes decided (emitted or masked) */
+	char *window;		   /* bytes [base, pos), a ring of `size` */
+	size_t hold;		   /* longest pattern */
+	size_t size;		   /* hold + HUTCH_REDACT_BATCH */
+	hutch__redact_run *runs;   /* masked runs in [base, pos), a ring */
 	size_t runs_head, runs_len, runs_cap;
-	int marked;                 /* the first run's "[REDACTED]" is out */
-	char out[4096];             /* emitted bytes not yet handed on */
+	int marked;	/* the first run's "[REDACTED]" is out */
+	char out[4096]; /* emitted bytes not yet handed on */
 	size_t out_len;
 } hutch__redactor;
 

@@ -35,10 +35,11 @@ static size_t name_len(const char *kv)
 {
 	size_t n = 0;
 
-	if (!((kv[0] >= 'A' && kv[0] <= 'Z') || (kv[0] >= 'a' && kv[0] <= 'z') ||
-	      kv[0] == '_'))
+	if (!((kv[0] >= 'A' && kv[0] <= 'Z') ||
+	      (kv[0] >= 'a' && kv[0] <= 'z') || kv[0] == '_'))
 		return 0;
-	while ((kv[n] >= 'A' && kv[n] <= 'Z') || (kv[n] >= 'a' && kv[n] <= 'z') ||
+	while ((kv[n] >= 'A' && kv[n] <= 'Z') ||
+	       (kv[n] >= 'a' && kv[n] <= 'z') ||
 	       (kv[n] >= '0' && kv[n] <= '9') || kv[n] == '_')
 		n++;
 	return kv[n] == '=' && n <= 255 ? n : 0;
@@ -54,7 +55,8 @@ int hutch_session_set_secrets(hutch_session *s, const char *const *secrets,
 	int rc;
 
 	if (!s || (count && !secrets))
-		return hutch__error_set(err, HUTCH_EINVALID, "secrets: no session or no list");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"secrets: no session or no list");
 	if (count > HUTCH_SECRETS_MAX)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"%zu secrets given, at most %u", count,
@@ -64,14 +66,17 @@ int hutch_session_set_secrets(hutch_session *s, const char *const *secrets,
 		size_t n = secrets[i] ? name_len(secrets[i]) : 0;
 
 		if (!n)
-			return hutch__error_set(err, HUTCH_EINVALID,
-						"secret %zu is not NAME=VALUE with NAME made of "
-						"letters, digits and '_'", i + 1);
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"secret %zu is not NAME=VALUE with NAME made of "
+				"letters, digits and '_'",
+				i + 1);
 		for (size_t j = 0; j < i; j++)
 			if (strncmp(secrets[j], secrets[i], n + 1) == 0)
-				return hutch__error_set(err, HUTCH_EINVALID,
-							"secret %.*s is given twice", (int)n,
-							secrets[i]);
+				return hutch__error_set(
+					err, HUTCH_EINVALID,
+					"secret %.*s is given twice", (int)n,
+					secrets[i]);
 	}
 	if (count == 0) {
 		hutch__session_secrets_free(s->secrets);
@@ -90,11 +95,14 @@ int hutch_session_set_secrets(hutch_session *s, const char *const *secrets,
 
 		values[i] = secrets[i] + n + 1;
 		lens[i] = strlen(values[i]);
-		if (lens[i] < HUTCH_SECRET_MIN_LEN || lens[i] > HUTCH_SECRET_MAX_LEN) {
-			rc = hutch__error_set(err, HUTCH_EINVALID,
-					      "secret %.*s: its value is %zu bytes; redaction "
-					      "needs %u to %u", (int)n, secrets[i], lens[i],
-					      HUTCH_SECRET_MIN_LEN, HUTCH_SECRET_MAX_LEN);
+		if (lens[i] < HUTCH_SECRET_MIN_LEN ||
+		    lens[i] > HUTCH_SECRET_MAX_LEN) {
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"secret %.*s: its value is %zu bytes; redaction "
+				"needs %u to %u",
+				(int)n, secrets[i], lens[i],
+				HUTCH_SECRET_MIN_LEN, HUTCH_SECRET_MAX_LEN);
 			goto fail;
 		}
 		/* The engine would change a value that is not UTF-8 (its JSON

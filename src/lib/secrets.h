@@ -16,9 +16,9 @@
 #include "session_internal.h"
 
 struct hutch__session_secrets {
-	char **env;            /* "NAME=VALUE", wiped when freed */
+	char **env; /* "NAME=VALUE", wiped when freed */
 	size_t count;
-	hutch__secrets *set;   /* their patterns */
+	hutch__secrets *set; /* their patterns */
 };
 
 /* The handle's patterns, or NULL when it has no secrets.  Borrowed. */

@@ -59,11 +59,13 @@ int hutch_session_name_valid(const char *name)
 	n = strlen(name);
 	if (n == 0 || n > 63)
 		return 0;
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+	if (!((name[0] >= 'a' && name[0] <= 'z') ||
+	      (name[0] >= 'A' && name[0] <= 'Z') ||
 	      (name[0] >= '0' && name[0] <= '9')))
 		return 0;
-	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "0123456789_.-") == n;
+	return strspn(name,
+		      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789_.-") == n;
 }
 
 static int env_valid(const char *kv)
@@ -98,14 +100,48 @@ void hutch_session_free(hutch_session *s)
 /* Capabilities a session may add back (names as the engines take them).
  * "ALL" is allowed: the caller asked for it by name. */
 static const char *const known_caps[] = {
-	"ALL", "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND",
-	"BPF", "CHECKPOINT_RESTORE", "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH",
-	"FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER", "KILL", "LEASE",
-	"LINUX_IMMUTABLE", "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN",
-	"NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON", "SETFCAP",
-	"SETGID", "SETPCAP", "SETUID", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT",
-	"SYS_MODULE", "SYS_NICE", "SYS_PACCT", "SYS_PTRACE", "SYS_RAWIO",
-	"SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "SYSLOG", "WAKE_ALARM",
+	"ALL",
+	"AUDIT_CONTROL",
+	"AUDIT_READ",
+	"AUDIT_WRITE",
+	"BLOCK_SUSPEND",
+	"BPF",
+	"CHECKPOINT_RESTORE",
+	"CHOWN",
+	"DAC_OVERRIDE",
+	"DAC_READ_SEARCH",
+	"FOWNER",
+	"FSETID",
+	"IPC_LOCK",
+	"IPC_OWNER",
+	"KILL",
+	"LEASE",
+	"LINUX_IMMUTABLE",
+	"MAC_ADMIN",
+	"MAC_OVERRIDE",
+	"MKNOD",
+	"NET_ADMIN",
+	"NET_BIND_SERVICE",
+	"NET_BROADCAST",
+	"NET_RAW",
+	"PERFMON",
+	"SETFCAP",
+	"SETGID",
+	"SETPCAP",
+	"SETUID",
+	"SYS_ADMIN",
+	"SYS_BOOT",
+	"SYS_CHROOT",
+	"SYS_MODULE",
+	"SYS_NICE",
+	"SYS_PACCT",
+	"SYS_PTRACE",
+	"SYS_RAWIO",
+	"SYS_RESOURCE",
+	"SYS_TIME",
+	"SYS_TTY_CONFIG",
+	"SYSLOG",
+	"WAKE_ALARM",
 };
 
 /* "net_raw" or "CAP_NET_RAW" -> "NET_RAW"; NULL when unknown. */
@@ -118,7 +154,8 @@ static char *cap_normalize(const char *name)
 	if (n == 0 || n >= sizeof(up))
 		return NULL;
 	for (size_t i = 0; i <= n; i++)
-		up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+		up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 :
+								  name[i]);
 	bare = strncmp(up, "CAP_", 4) == 0 ? up + 4 : up;
 	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(known_caps); i++)
 		if (strcmp(bare, known_caps[i]) == 0)
@@ -145,10 +182,12 @@ static int network_valid(const char *net)
 	size_t n = strlen(net);
 
 	return n > 0 && n <= 64 &&
-	       ((net[0] >= 'a' && net[0] <= 'z') || (net[0] >= 'A' && net[0] <= 'Z') ||
+	       ((net[0] >= 'a' && net[0] <= 'z') ||
+		(net[0] >= 'A' && net[0] <= 'Z') ||
 		(net[0] >= '0' && net[0] <= '9')) &&
-	       strspn(net, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "0123456789_.-") == n;
+	       strspn(net,
+		      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789_.-") == n;
 }
 
 /* The lockdown options: checked, copied, and marked as asked for. */
@@ -157,23 +196,29 @@ static int open_lockdown(hutch_session *s, const hutch_session_options *o,
 {
 	if (o->user) {
 		if (!user_valid(o->user))
-			return hutch__error_set(err, HUTCH_EINVALID,
-				"invalid user '%.80s': expected NAME, UID or UID:GID", o->user);
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"invalid user '%.80s': expected NAME, UID or UID:GID",
+				o->user);
 		if (!(s->user = strdup(o->user)))
 			return hutch__error_oom(err);
 		s->set |= HUTCH__SET_USER;
 	}
 	if (o->memory) {
 		if (o->memory < HUTCH_SESSION_MIN_MEMORY)
-			return hutch__error_set(err, HUTCH_EINVALID,
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
 				"memory limit %lld bytes is too small: at least %lld (6 MiB)",
-				(long long)o->memory, (long long)HUTCH_SESSION_MIN_MEMORY);
+				(long long)o->memory,
+				(long long)HUTCH_SESSION_MIN_MEMORY);
 		s->memory = o->memory;
 		s->set |= HUTCH__SET_MEMORY;
 	}
 	if (o->nano_cpus) {
-		if (o->nano_cpus < 10000000 || o->nano_cpus > 1024LL * 1000000000LL)
-			return hutch__error_set(err, HUTCH_EINVALID,
+		if (o->nano_cpus < 10000000 ||
+		    o->nano_cpus > 1024LL * 1000000000LL)
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
 				"CPU limit %.2f is out of range: 0.01 to 1024 CPUs",
 				(double)o->nano_cpus / 1e9);
 		s->nano_cpus = o->nano_cpus;
@@ -181,26 +226,32 @@ static int open_lockdown(hutch_session *s, const hutch_session_options *o,
 	}
 	if (o->pids) {
 		if (o->pids < HUTCH_SESSION_MIN_PIDS || o->pids > 4194304)
-			return hutch__error_set(err, HUTCH_EINVALID,
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
 				"process limit %lld is out of range: %d to 4194304 (hutch's "
-				"agent needs a few)", (long long)o->pids, HUTCH_SESSION_MIN_PIDS);
+				"agent needs a few)",
+				(long long)o->pids, HUTCH_SESSION_MIN_PIDS);
 		s->pids = o->pids;
 		s->set |= HUTCH__SET_PIDS;
 	}
 	if (o->cap_add) {
 		if (o->cap_add_count > HUTCH_ARRAY_SIZE(known_caps))
-			return hutch__error_set(err, HUTCH_EINVALID, "too many capabilities (%zu)",
+			return hutch__error_set(err, HUTCH_EINVALID,
+						"too many capabilities (%zu)",
 						o->cap_add_count);
 		s->caps = calloc(o->cap_add_count + 1, sizeof(char *));
 		if (!s->caps)
 			return hutch__error_oom(err);
 		for (size_t i = 0; i < o->cap_add_count; i++) {
-			char *c = o->cap_add[i] ? cap_normalize(o->cap_add[i]) : NULL;
+			char *c = o->cap_add[i] ? cap_normalize(o->cap_add[i]) :
+						  NULL;
 
 			if (!c)
-				return hutch__error_set(err, HUTCH_EINVALID,
+				return hutch__error_set(
+					err, HUTCH_EINVALID,
 					"unknown capability '%.40s' (e.g. NET_BIND_SERVICE, "
-					"CAP_SYS_PTRACE)", o->cap_add[i] ? o->cap_add[i] : "");
+					"CAP_SYS_PTRACE)",
+					o->cap_add[i] ? o->cap_add[i] : "");
 			s->caps[s->cap_count++] = c;
 		}
 		s->set |= HUTCH__SET_CAPS;
@@ -208,7 +259,8 @@ static int open_lockdown(hutch_session *s, const hutch_session_options *o,
 	if (o->network) {
 		if (!network_valid(o->network))
 			return hutch__error_set(err, HUTCH_EINVALID,
-				"invalid network name '%.80s'", o->network);
+						"invalid network name '%.80s'",
+						o->network);
 		if (!(s->network = strdup(o->network)))
 			return hutch__error_oom(err);
 		s->set |= HUTCH__SET_NETWORK;
@@ -238,13 +290,16 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	char real[PATH_MAX];
 
 	if (!hutch_session_name_valid(name))
-		return hutch__error_set(err, HUTCH_EINVALID,
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
 			"invalid session name '%.80s': use 1 to 63 letters, digits, '_', '.' "
-			"or '-', starting with a letter or digit", name ? name : "");
+			"or '-', starting with a letter or digit",
+			name ? name : "");
 	if (opts && opts->version != HUTCH_SESSION_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"unsupported hutch_session_options version %u",
-					opts->version);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"unsupported hutch_session_options version %u",
+			opts->version);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return hutch__error_oom(err);
@@ -271,8 +326,8 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 		image = unasked_image();
 	}
 	s->image = strdup(image);
-	if (!s->name || !s->container || !s->volume || !s->sysvol || !s->image ||
-	    !s->network)
+	if (!s->name || !s->container || !s->volume || !s->sysvol ||
+	    !s->image || !s->network)
 		goto oom;
 	if (opts) {
 		free(s->network);
@@ -303,14 +358,16 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 			close(fd);
 		}
 		if (n <= 0 || (size_t)n >= sizeof(real) - 1 || real[0] != '/') {
-			hutch__error_set(err, HUTCH_EINVALID,
-					 errno == ELOOP ?
-						 "workspace '%.200s' goes through a symlink, which "
-						 "hutch does not follow (a sandbox could have put it "
-						 "there): give its real path, as `realpath` prints it" :
-						 "workspace '%.200s': %s",
-					 opts->workspace,
-					 errno == ENOTDIR ? "not a directory" : strerror(errno));
+			hutch__error_set(
+				err, HUTCH_EINVALID,
+				errno == ELOOP ?
+					"workspace '%.200s' goes through a symlink, which "
+					"hutch does not follow (a sandbox could have put it "
+					"there): give its real path, as `realpath` prints it" :
+					"workspace '%.200s': %s",
+				opts->workspace,
+				errno == ENOTDIR ? "not a directory" :
+						   strerror(errno));
 			hutch_session_free(s);
 			return HUTCH_EINVALID;
 		}
@@ -333,9 +390,10 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 			goto oom;
 		for (size_t i = 0; i < opts->env_count; i++) {
 			if (!env_valid(opts->env[i])) {
-				hutch__error_set(err, HUTCH_EINVALID,
-						 "invalid environment entry '%.80s': expected K=V",
-						 opts->env[i]);
+				hutch__error_set(
+					err, HUTCH_EINVALID,
+					"invalid environment entry '%.80s': expected K=V",
+					opts->env[i]);
 				hutch_session_free(s);
 				return HUTCH_EINVALID;
 			}
@@ -399,8 +457,8 @@ static void lockdown_text(const hutch_session *s, struct lockdown_text *t)
 	t->caps[0] = '\0';
 	/* Known names only (cap_normalize), at most all of them: fits. */
 	for (size_t i = 0; i < s->cap_count; i++)
-		used += (size_t)snprintf(t->caps + used, sizeof(t->caps) - used, "%s%s",
-					 i ? "," : "", s->caps[i]);
+		used += (size_t)snprintf(t->caps + used, sizeof(t->caps) - used,
+					 "%s%s", i ? "," : "", s->caps[i]);
 	t->ro = s->read_only ? "1" : "0";
 }
 
@@ -435,7 +493,8 @@ static void config_hash(const hutch_session *s, char out[17])
 
 static json_object *labels_new(const hutch_session *s, long long created)
 {
-	json_object *labels = json_object_new_object(), *env = json_object_new_array();
+	json_object *labels = json_object_new_object(),
+		    *env = json_object_new_array();
 	char hash[17], when[32];
 	struct lockdown_text t;
 
@@ -449,26 +508,41 @@ static json_object *labels_new(const hutch_session *s, long long created)
 	config_hash(s, hash);
 	lockdown_text(s, &t);
 	snprintf(when, sizeof(when), "%lld", created);
-	json_object_object_add(labels, HUTCH_LABEL_SESSION, json_object_new_string(s->name));
-	json_object_object_add(labels, HUTCH_LABEL_VERSION, json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(labels, HUTCH_LABEL_CREATED, json_object_new_string(when));
-	json_object_object_add(labels, HUTCH_LABEL_IMAGE, json_object_new_string(s->image));
-	json_object_object_add(labels, HUTCH_LABEL_WORKSPACE,
-			       json_object_new_string(s->workspace ? s->workspace : ""));
-	json_object_object_add(labels, HUTCH_LABEL_ENV,
-			       json_object_new_string(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN)));
+	json_object_object_add(labels, HUTCH_LABEL_SESSION,
+			       json_object_new_string(s->name));
+	json_object_object_add(labels, HUTCH_LABEL_VERSION,
+			       json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(labels, HUTCH_LABEL_CREATED,
+			       json_object_new_string(when));
+	json_object_object_add(labels, HUTCH_LABEL_IMAGE,
+			       json_object_new_string(s->image));
+	json_object_object_add(
+		labels, HUTCH_LABEL_WORKSPACE,
+		json_object_new_string(s->workspace ? s->workspace : ""));
+	json_object_object_add(
+		labels, HUTCH_LABEL_ENV,
+		json_object_new_string(json_object_to_json_string_ext(
+			env, JSON_C_TO_STRING_PLAIN)));
 	/* A volume made before the user is known records none: the
 	 * container's record, made after, has it. */
 	if (s->user)
-		json_object_object_add(labels, HUTCH_LABEL_USER, json_object_new_string(s->user));
-	json_object_object_add(labels, HUTCH_LABEL_MEMORY, json_object_new_string(t.memory));
-	json_object_object_add(labels, HUTCH_LABEL_CPUS, json_object_new_string(t.cpus));
-	json_object_object_add(labels, HUTCH_LABEL_PIDS, json_object_new_string(t.pids));
-	json_object_object_add(labels, HUTCH_LABEL_CAPS, json_object_new_string(t.caps));
+		json_object_object_add(labels, HUTCH_LABEL_USER,
+				       json_object_new_string(s->user));
+	json_object_object_add(labels, HUTCH_LABEL_MEMORY,
+			       json_object_new_string(t.memory));
+	json_object_object_add(labels, HUTCH_LABEL_CPUS,
+			       json_object_new_string(t.cpus));
+	json_object_object_add(labels, HUTCH_LABEL_PIDS,
+			       json_object_new_string(t.pids));
+	json_object_object_add(labels, HUTCH_LABEL_CAPS,
+			       json_object_new_string(t.caps));
 	json_object_object_add(labels, HUTCH_LABEL_NETWORK,
-			       json_object_new_string(s->network ? s->network : "none"));
-	json_object_object_add(labels, HUTCH_LABEL_READONLY, json_object_new_string(t.ro));
-	json_object_object_add(labels, HUTCH_LABEL_CONFIG, json_object_new_string(hash));
+			       json_object_new_string(s->network ? s->network :
+								   "none"));
+	json_object_object_add(labels, HUTCH_LABEL_READONLY,
+			       json_object_new_string(t.ro));
+	json_object_object_add(labels, HUTCH_LABEL_CONFIG,
+			       json_object_new_string(hash));
 	/* Not part of the configuration: who made this volume or container. */
 	if (s->token[0])
 		json_object_object_add(labels, HUTCH_LABEL_CREATION,
@@ -567,7 +641,8 @@ static int adopt_record(hutch_session *s, json_object *labels)
 			return -1;
 		}
 		for (size_t i = 0; i < n; i++) {
-			env[i] = strdup(json_object_get_string(json_object_array_get_idx(arr, i)));
+			env[i] = strdup(json_object_get_string(
+				json_object_array_get_idx(arr, i)));
 			if (!env[i]) {
 				n = i;
 				break;
@@ -598,24 +673,29 @@ static int adopt_record(hutch_session *s, json_object *labels)
 		if (!(s->user = strdup(v)))
 			return -1;
 	}
-	if (!(s->set & HUTCH__SET_MEMORY) && (num = label_int(labels, HUTCH_LABEL_MEMORY)) >=
-	    HUTCH_SESSION_MIN_MEMORY)
+	if (!(s->set & HUTCH__SET_MEMORY) &&
+	    (num = label_int(labels, HUTCH_LABEL_MEMORY)) >=
+		    HUTCH_SESSION_MIN_MEMORY)
 		s->memory = num;
-	if (!(s->set & HUTCH__SET_CPUS) && (num = label_int(labels, HUTCH_LABEL_CPUS)) >= 10000000)
+	if (!(s->set & HUTCH__SET_CPUS) &&
+	    (num = label_int(labels, HUTCH_LABEL_CPUS)) >= 10000000)
 		s->nano_cpus = num;
-	if (!(s->set & HUTCH__SET_PIDS) && (num = label_int(labels, HUTCH_LABEL_PIDS)) >=
-	    HUTCH_SESSION_MIN_PIDS)
+	if (!(s->set & HUTCH__SET_PIDS) &&
+	    (num = label_int(labels, HUTCH_LABEL_PIDS)) >=
+		    HUTCH_SESSION_MIN_PIDS)
 		s->pids = num;
-	if (!(s->set & HUTCH__SET_CAPS) && (v = label_get(labels, HUTCH_LABEL_CAPS)) &&
+	if (!(s->set & HUTCH__SET_CAPS) &&
+	    (v = label_get(labels, HUTCH_LABEL_CAPS)) &&
 	    caps_from_text(s, v) < 0)
 		return -1;
-	if (!(s->set & HUTCH__SET_NETWORK) && (v = label_get(labels, HUTCH_LABEL_NETWORK)) &&
-	    network_valid(v)) {
+	if (!(s->set & HUTCH__SET_NETWORK) &&
+	    (v = label_get(labels, HUTCH_LABEL_NETWORK)) && network_valid(v)) {
 		free(s->network);
 		if (!(s->network = strdup(v)))
 			return -1;
 	}
-	if (!(s->set & HUTCH__SET_READONLY) && (num = label_int(labels, HUTCH_LABEL_READONLY)) >= 0)
+	if (!(s->set & HUTCH__SET_READONLY) &&
+	    (num = label_int(labels, HUTCH_LABEL_READONLY)) >= 0)
 		s->read_only = num == 1;
 	return s->image ? 0 : -1;
 }
@@ -709,8 +789,9 @@ static void add_diff(char *out, size_t outsz, const char *what, const char *had,
 	size_t used = strlen(out);
 
 	if (used < outsz)
-		snprintf(out + used, outsz - used, "%s%s %s (asked %s)", used ? ", " : "",
-			 what, had && *had ? had : "none", asked && *asked ? asked : "none");
+		snprintf(out + used, outsz - used, "%s%s %s (asked %s)",
+			 used ? ", " : "", what, had && *had ? had : "none",
+			 asked && *asked ? asked : "none");
 }
 
 /*
@@ -731,63 +812,81 @@ static void mismatch(const hutch_session *s, json_object *labels, char *out,
 		return;
 	lockdown_text(s, &t);
 	if ((s->set & HUTCH__SET_IMAGE) &&
-	    strcmp(s->image, (v = label_get(labels, HUTCH_LABEL_IMAGE)) ? v : "") != 0)
+	    strcmp(s->image,
+		   (v = label_get(labels, HUTCH_LABEL_IMAGE)) ? v : "") != 0)
 		add_diff(out, outsz, "image", v, s->image);
 	if (s->set & HUTCH__SET_WORKSPACE) {
 		v = label_get(labels, HUTCH_LABEL_WORKSPACE);
 		if (strcmp(s->workspace, v ? v : "") != 0)
-			add_diff(out, outsz, "workspace", v && *v ? v : "its volume",
-				 s->workspace);
+			add_diff(out, outsz, "workspace",
+				 v && *v ? v : "its volume", s->workspace);
 	}
 	if (s->set & HUTCH__SET_ENV) {
 		json_object *env = json_object_new_array();
 		const char *want;
 
 		for (size_t i = 0; env && i < s->env_count; i++)
-			json_object_array_add(env, json_object_new_string(s->env[i]));
-		want = env ? json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN) : "";
+			json_object_array_add(
+				env, json_object_new_string(s->env[i]));
+		want = env ? json_object_to_json_string_ext(
+				     env, JSON_C_TO_STRING_PLAIN) :
+			     "";
 		v = label_get(labels, HUTCH_LABEL_ENV);
 		if (strcmp(want, v ? v : "[]") != 0)
-			add_diff(out, outsz, "environment", "other", "different");
+			add_diff(out, outsz, "environment", "other",
+				 "different");
 		json_object_put(env);
 	}
 	if ((s->set & HUTCH__SET_USER) &&
-	    strcmp(s->user, (v = label_get(labels, HUTCH_LABEL_USER)) ? v : "") != 0)
+	    strcmp(s->user,
+		   (v = label_get(labels, HUTCH_LABEL_USER)) ? v : "") != 0)
 		add_diff(out, outsz, "user", v ? v : "the image's", s->user);
-	if ((s->set & HUTCH__SET_MEMORY) && label_int(labels, HUTCH_LABEL_MEMORY) != s->memory) {
+	if ((s->set & HUTCH__SET_MEMORY) &&
+	    label_int(labels, HUTCH_LABEL_MEMORY) != s->memory) {
 		fmt_size(a, sizeof(a), label_int(labels, HUTCH_LABEL_MEMORY));
 		fmt_size(b, sizeof(b), s->memory);
 		add_diff(out, outsz, "memory", a, b);
 	}
-	if ((s->set & HUTCH__SET_CPUS) && label_int(labels, HUTCH_LABEL_CPUS) != s->nano_cpus) {
+	if ((s->set & HUTCH__SET_CPUS) &&
+	    label_int(labels, HUTCH_LABEL_CPUS) != s->nano_cpus) {
 		fmt_cpus(a, sizeof(a), label_int(labels, HUTCH_LABEL_CPUS));
 		fmt_cpus(b, sizeof(b), s->nano_cpus);
 		add_diff(out, outsz, "cpus", a, b);
 	}
-	if ((s->set & HUTCH__SET_PIDS) && label_int(labels, HUTCH_LABEL_PIDS) != s->pids) {
-		snprintf(a, sizeof(a), "%lld", (long long)label_int(labels, HUTCH_LABEL_PIDS));
-		add_diff(out, outsz, "pids", label_int(labels, HUTCH_LABEL_PIDS) < 0 ? "none" : a,
+	if ((s->set & HUTCH__SET_PIDS) &&
+	    label_int(labels, HUTCH_LABEL_PIDS) != s->pids) {
+		snprintf(a, sizeof(a), "%lld",
+			 (long long)label_int(labels, HUTCH_LABEL_PIDS));
+		add_diff(out, outsz, "pids",
+			 label_int(labels, HUTCH_LABEL_PIDS) < 0 ? "none" : a,
 			 t.pids);
 	}
 	if ((s->set & HUTCH__SET_CAPS) &&
-	    strcmp(t.caps, (v = label_get(labels, HUTCH_LABEL_CAPS)) ? v : "(unknown)") != 0)
+	    strcmp(t.caps, (v = label_get(labels, HUTCH_LABEL_CAPS)) ?
+				   v :
+				   "(unknown)") != 0)
 		add_diff(out, outsz, "cap-add", v, t.caps);
 	if ((s->set & HUTCH__SET_NETWORK) &&
-	    strcmp(s->network, (v = label_get(labels, HUTCH_LABEL_NETWORK)) ? v : "") != 0)
-		add_diff(out, outsz, "network", v ? v : "the engine's default", s->network);
+	    strcmp(s->network,
+		   (v = label_get(labels, HUTCH_LABEL_NETWORK)) ? v : "") != 0)
+		add_diff(out, outsz, "network", v ? v : "the engine's default",
+			 s->network);
 	if ((s->set & HUTCH__SET_READONLY) &&
 	    label_int(labels, HUTCH_LABEL_READONLY) != (int64_t)s->read_only)
 		add_diff(out, outsz, "read-only",
-			 label_int(labels, HUTCH_LABEL_READONLY) == 1 ? "yes" : "no",
+			 label_int(labels, HUTCH_LABEL_READONLY) == 1 ? "yes" :
+									"no",
 			 s->read_only ? "yes" : "no");
 }
 
 static int mismatch_error(const char *diff, hutch_error **err)
 {
-	return hutch__error_set(err, HUTCH_ECONFLICT,
+	return hutch__error_set(
+		err, HUTCH_ECONFLICT,
 		"it exists with another configuration: %s; use it as it is "
 		"(leave those settings out), or recreate its container with them "
-		"(hutch up --recreate; the workspace is kept)", diff);
+		"(hutch up --recreate; the workspace is kept)",
+		diff);
 }
 
 /* GET a volume: 0 with *out, HUTCH_ENOTFOUND, or another error. */
@@ -808,7 +907,8 @@ static int volume_get(hutch_session *s, const char *name, json_object **out,
  * when a racer made the next), so its record is not this one's.  Volumes
  * from a hutch without HUTCH_LABEL_VOLUME_OF are taken as they are.
  */
-static json_object *sysvol_labels(hutch_session *s, json_object **vol, int *stale)
+static json_object *sysvol_labels(hutch_session *s, json_object **vol,
+				  int *stale)
 {
 	json_object *labels = NULL;
 	const char *of, *beside;
@@ -900,14 +1000,18 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	json_object_put(vol);
 	if (vol && !labels && !stale) {
 		s->refused = 1;
-		return hutch__error_set(err, HUTCH_ECONFLICT,
+		return hutch__error_set(
+			err, HUTCH_ECONFLICT,
 			"volume '%s' exists but was not made by hutch; remove it or "
-			"pick another session name", s->sysvol);
+			"pick another session name",
+			s->sysvol);
 	}
 	if (vol) {
 		snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
-		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-					"replace the session's system volume", err);
+		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL,
+					NULL,
+					"replace the session's system volume",
+					err);
 		if (rc < 0 && rc != HUTCH_ENOTFOUND)
 			return rc;
 	}
@@ -918,13 +1022,15 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		json_object_put(labels);
 		return hutch__error_oom(err);
 	}
-	json_object_object_add(labels, HUTCH_LABEL_SYSTEM, json_object_new_string(s->name));
+	json_object_object_add(labels, HUTCH_LABEL_SYSTEM,
+			       json_object_new_string(s->name));
 	if (s->vol_token[0])
 		json_object_object_add(labels, HUTCH_LABEL_VOLUME_OF,
 				       json_object_new_string(s->vol_token));
 	json_object_object_add(body, "Name", json_object_new_string(s->sysvol));
 	json_object_object_add(body, "Labels", labels);
-	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body, NULL, NULL,
+	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body,
+				NULL, NULL,
 				"create the session's system volume", err);
 	json_object_put(body);
 	if (rc < 0 && rc != HUTCH_ECONFLICT)
@@ -984,7 +1090,8 @@ static int volume_owner_option(hutch_session *s, char *opt, size_t optsz,
 
 	if (s->workspace ||
 	    sscanf(user, "%9lu:%9lu%n", &uid, &gid, &end) != 2 || user[end] ||
-	    !isdigit((unsigned char)user[0]) || !isdigit((unsigned char)strchr(user, ':')[1]))
+	    !isdigit((unsigned char)user[0]) ||
+	    !isdigit((unsigned char)strchr(user, ':')[1]))
 		return 0;
 	podman = is_podman(s, err);
 	if (podman <= 0)
@@ -1042,26 +1149,29 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 	for (attempt = 0; attempt < 2; attempt++) {
 		hutch_error *lerr = NULL;
 
-		rc = hutch__engine_call(s->engine, "GET", path, NULL, &vol, NULL,
-					"session volume", &lerr);
+		rc = hutch__engine_call(s->engine, "GET", path, NULL, &vol,
+					NULL, "session volume", &lerr);
 		if (rc == 0) {
 			labels = NULL;
 			json_object_object_get_ex(vol, "Labels", &labels);
 			if (!label_get(labels, HUTCH_LABEL_SESSION)) {
 				json_object_put(vol);
 				s->refused = 1;
-				return hutch__error_set(err, HUTCH_ECONFLICT,
+				return hutch__error_set(
+					err, HUTCH_ECONFLICT,
 					"volume '%s' exists but was not made by hutch; "
-					"remove it or pick another session name", s->volume);
+					"remove it or pick another session name",
+					s->volume);
 			}
 			/* Ours only when it carries this call's token: the
 			 * create below succeeds on Docker for a volume a racer
 			 * made, and fails on Podman, for the same race. */
 			mine = made_by_me(s, labels);
 			snprintf(s->vol_token, sizeof(s->vol_token), "%s",
-				 label_get(labels, HUTCH_LABEL_CREATION)
-					 ? label_get(labels, HUTCH_LABEL_CREATION)
-					 : "");
+				 label_get(labels, HUTCH_LABEL_CREATION) ?
+					 label_get(labels,
+						   HUTCH_LABEL_CREATION) :
+					 "");
 			if (mine) {
 				s->new_record = 1;
 				s->made_volumes |= MADE_WORKSPACE_VOLUME;
@@ -1114,7 +1224,8 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			json_object_put(labels);
 			return hutch__error_oom(err);
 		}
-		json_object_object_add(body, "Name", json_object_new_string(s->volume));
+		json_object_object_add(body, "Name",
+				       json_object_new_string(s->volume));
 		json_object_object_add(body, "Labels", labels);
 		rc = volume_owner_option(s, owner, sizeof(owner), err);
 		if (rc < 0) {
@@ -1128,12 +1239,14 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 				json_object_put(body);
 				return hutch__error_oom(err);
 			}
-			json_object_object_add(opts, "o", json_object_new_string(owner));
+			json_object_object_add(opts, "o",
+					       json_object_new_string(owner));
 			json_object_object_add(body, "DriverOpts", opts);
 		}
 		lerr = NULL;
-		rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body,
-					NULL, NULL, "create session volume", &lerr);
+		rc = hutch__engine_call(s->engine, "POST", "/volumes/create",
+					body, NULL, NULL,
+					"create session volume", &lerr);
 		json_object_put(body);
 		/* Made, or a racer's: the GET above tells which. */
 		if (rc == 0 || rc == HUTCH_ECONFLICT) {
@@ -1146,11 +1259,13 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			hutch_error_free(lerr);
 		return rc;
 	}
-	return hutch__error_set(err, HUTCH_EFAILED,
-				"session volume '%s' vanished while it was created", s->volume);
+	return hutch__error_set(
+		err, HUTCH_EFAILED,
+		"session volume '%s' vanished while it was created", s->volume);
 }
 
-static json_object *mount_new(const char *type, const char *source, const char *target)
+static json_object *mount_new(const char *type, const char *source,
+			      const char *target)
 {
 	json_object *m = json_object_new_object();
 
@@ -1169,10 +1284,14 @@ static json_object *mount_new(const char *type, const char *source, const char *
  */
 static json_object *create_body(const hutch_session *s)
 {
-	json_object *body = json_object_new_object(), *host = json_object_new_object();
-	json_object *entry = json_object_new_array(), *env = json_object_new_array();
-	json_object *mounts = json_object_new_array(), *drop = json_object_new_array();
-	json_object *add = json_object_new_array(), *secopt = json_object_new_array();
+	json_object *body = json_object_new_object(),
+		    *host = json_object_new_object();
+	json_object *entry = json_object_new_array(),
+		    *env = json_object_new_array();
+	json_object *mounts = json_object_new_array(),
+		    *drop = json_object_new_array();
+	json_object *add = json_object_new_array(),
+		    *secopt = json_object_new_array();
 	json_object *labels = labels_new(s, (long long)time(NULL));
 	/*
 	 * A host directory is mounted nosuid,nodev where the engine takes it:
@@ -1183,20 +1302,24 @@ static json_object *create_body(const hutch_session *s)
 	 * set-id files and device nodes out of a host directory is the
 	 * agent's seccomp filter (src/agent/seccomp.c).
 	 */
-	int binds = s->workspace && s->podman == 1 && !strchr(s->workspace, ':');
-	json_object *ws = binds ? json_object_new_array()
-				: mount_new(s->workspace ? "bind" : "volume",
-					    s->workspace ? s->workspace : s->volume, "/workspace");
+	int binds = s->workspace && s->podman == 1 &&
+		    !strchr(s->workspace, ':');
+	json_object *ws =
+		binds ? json_object_new_array() :
+			mount_new(s->workspace ? "bind" : "volume",
+				  s->workspace ? s->workspace : s->volume,
+				  "/workspace");
 	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
 	int no_net = strcmp(s->network, "none") == 0;
 	char *bind = NULL;
 
-	if (binds && asprintf(&bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0)
+	if (binds &&
+	    asprintf(&bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0)
 		bind = NULL;
-	if (!body || !host || !entry || !env || !mounts || !drop || !add || !secopt ||
-	    !labels || !ws || !sys || (binds && !bind)) {
-		json_object *all[] = { body, host, entry, env, mounts, drop, add, secopt,
-				       labels, ws, sys };
+	if (!body || !host || !entry || !env || !mounts || !drop || !add ||
+	    !secopt || !labels || !ws || !sys || (binds && !bind)) {
+		json_object *all[] = { body, host,   entry,  env, mounts, drop,
+				       add,  secopt, labels, ws,  sys };
 
 		free(bind);
 		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
@@ -1223,7 +1346,8 @@ static json_object *create_body(const hutch_session *s)
 	 * a tmpfs would not do (Docker's archive PUT lands beneath it). */
 	json_object_array_add(mounts, sys);
 
-	json_object_object_add(host, "NetworkMode", json_object_new_string(s->network));
+	json_object_object_add(host, "NetworkMode",
+			       json_object_new_string(s->network));
 	/* No engine init: hutch's agent is PID 1.  It reaps orphans as an
 	 * init does, and unlike tini or catatonit it does not pass on the
 	 * SIGTERM that a command running as the same user sends to PID 1,
@@ -1240,37 +1364,48 @@ static json_object *create_body(const hutch_session *s)
 	for (size_t i = 0; i < s->cap_count; i++)
 		json_object_array_add(add, json_object_new_string(s->caps[i]));
 	json_object_object_add(host, "CapAdd", add);
-	json_object_array_add(secopt, json_object_new_string("no-new-privileges"));
+	json_object_array_add(secopt,
+			      json_object_new_string("no-new-privileges"));
 	json_object_object_add(host, "SecurityOpt", secopt);
 	/* Limits that hold for everything in the container together: a fork
 	 * bomb meets PidsLimit, an allocation the OOM killer (no swap beyond
 	 * the limit: MemorySwap equals Memory), a busy loop its CPU share. */
-	json_object_object_add(host, "PidsLimit", json_object_new_int64(s->pids));
-	json_object_object_add(host, "Memory", json_object_new_int64(s->memory));
-	json_object_object_add(host, "MemorySwap", json_object_new_int64(s->memory));
-	json_object_object_add(host, "NanoCpus", json_object_new_int64(s->nano_cpus));
+	json_object_object_add(host, "PidsLimit",
+			       json_object_new_int64(s->pids));
+	json_object_object_add(host, "Memory",
+			       json_object_new_int64(s->memory));
+	json_object_object_add(host, "MemorySwap",
+			       json_object_new_int64(s->memory));
+	json_object_object_add(host, "NanoCpus",
+			       json_object_new_int64(s->nano_cpus));
 	if (s->read_only) {
 		json_object *tmpfs = json_object_new_object();
 
-		json_object_object_add(host, "ReadonlyRootfs", json_object_new_boolean(1));
+		json_object_object_add(host, "ReadonlyRootfs",
+				       json_object_new_boolean(1));
 		/* /tmp stays writable, in memory (it counts towards the
 		 * memory limit); /workspace is a volume or a bind mount. */
-		json_object_object_add(tmpfs, "/tmp",
-				       json_object_new_string("rw,nosuid,nodev,mode=1777"));
+		json_object_object_add(
+			tmpfs, "/tmp",
+			json_object_new_string("rw,nosuid,nodev,mode=1777"));
 		json_object_object_add(host, "Tmpfs", tmpfs);
 	}
 
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
 	json_object_object_add(body, "Entrypoint", entry);
 	json_object_object_add(body, "Cmd", json_object_new_array());
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
+	json_object_object_add(body, "WorkingDir",
+			       json_object_new_string("/workspace"));
 	/* Every exec runs as this user unless it says otherwise.  Root is
 	 * uid 0 whether or not the image has a passwd file. */
-	json_object_object_add(body, "User", json_object_new_string(
-				       strcmp(s->user, "root") == 0 ? "0:0" : s->user));
+	json_object_object_add(
+		body, "User",
+		json_object_new_string(strcmp(s->user, "root") == 0 ? "0:0" :
+								      s->user));
 	json_object_object_add(body, "Env", env);
 	json_object_object_add(body, "Labels", labels);
-	json_object_object_add(body, "NetworkDisabled", json_object_new_boolean(no_net));
+	json_object_object_add(body, "NetworkDisabled",
+			       json_object_new_boolean(no_net));
 	json_object_object_add(body, "StopTimeout", json_object_new_int(2));
 	json_object_object_add(body, "HostConfig", host);
 	return body;
@@ -1299,14 +1434,16 @@ static int put_tar_in(hutch_session *s, const char *container, const char *dir,
 		      const char *what, hutch_error **err)
 {
 	struct blob_reader r = { data, len, 0 };
-	hutch__request req = { .method = "PUT", .source = blob_read,
+	hutch__request req = { .method = "PUT",
+			       .source = blob_read,
 			       .source_payload = &r,
 			       .content_type = "application/x-tar" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char path[512];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s%s", container, dir, query);
+	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s%s",
+		 container, dir, query);
 	req.path = path;
 	rc = hutch__http(s->engine, &req, &resp, err);
 	if (rc == 0 && resp.status != 200)
@@ -1321,7 +1458,8 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 {
 	/* Into the system volume: the archive API writes there whether or
 	 * not the root filesystem is read-only. */
-	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what, err);
+	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what,
+			  err);
 }
 
 /*
@@ -1333,7 +1471,8 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
  * record that its commands would never update (the agent made the file
  * when the container started).  Best effort: errors are dropped.
  */
-void hutch__session_mark_used(hutch_session *s, unsigned int uid, unsigned int gid)
+void hutch__session_mark_used(hutch_session *s, unsigned int uid,
+			      unsigned int gid)
 {
 	hutch__request head = { .method = "HEAD" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
@@ -1343,24 +1482,28 @@ void hutch__session_mark_used(hutch_session *s, unsigned int uid, unsigned int g
 	const char *file = strrchr(HUTCH_LAST_USED_PATH, '/') + 1;
 	int ok;
 
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2F.hutch%%2F%s%%2F%s",
+	snprintf(path, sizeof(path),
+		 "/containers/%s/archive?path=%%2F.hutch%%2F%s%%2F%s",
 		 s->container, HUTCH_USE_DIR, file);
 	head.path = path;
-	ok = hutch__http(s->engine, &head, &resp, NULL) == 0 && resp.status == 200;
+	ok = hutch__http(s->engine, &head, &resp, NULL) == 0 &&
+	     resp.status == 200;
 	hutch__response_free(&resp);
 	if (!ok)
 		return;
 	a = archive_write_new();
 	ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
-		 archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
-		 archive_write_open_memory(a, buf, sizeof(buf), &used) == ARCHIVE_OK &&
-		 hutch__tar_add_owned(a, file, AE_IFREG, 0666, uid, gid, NULL, 0) == 0 &&
-		 archive_write_close(a) == ARCHIVE_OK;
+	     archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
+	     archive_write_open_memory(a, buf, sizeof(buf), &used) ==
+		     ARCHIVE_OK &&
+	     hutch__tar_add_owned(a, file, AE_IFREG, 0666, uid, gid, NULL, 0) ==
+		     0 &&
+	     archive_write_close(a) == ARCHIVE_OK;
 
 	archive_write_free(a);
 	if (ok)
-		put_tar_in(s, s->container, "%2F.hutch%2F" HUTCH_USE_DIR, "", buf, used,
-			   "record the session's use", NULL);
+		put_tar_in(s, s->container, "%2F.hutch%2F" HUTCH_USE_DIR, "",
+			   buf, used, "record the session's use", NULL);
 }
 
 /* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
@@ -1368,10 +1511,12 @@ static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 		   unsigned int uid, unsigned int gid)
 {
 	struct archive *a = archive_write_new();
-	int ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+	int ok = a &&
+		 archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
 		 archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
 		 archive_write_open_memory(a, buf, cap, used) == ARCHIVE_OK &&
-		 hutch__tar_add_owned(a, name, AE_IFDIR, 0755, uid, gid, NULL, 0) == 0 &&
+		 hutch__tar_add_owned(a, name, AE_IFDIR, 0755, uid, gid, NULL,
+				      0) == 0 &&
 		 archive_write_close(a) == ARCHIVE_OK;
 
 	archive_write_free(a);
@@ -1383,12 +1528,16 @@ static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
  * system volume at HUTCH_AGENT_DIR and, with `workspace`, its workspace
  * volume at /workspace, the same as the session's container. */
 static int put_through_helper(hutch_session *s, const char *tar, size_t len,
-			      int workspace, const char *what, hutch_error **err)
+			      int workspace, const char *what,
+			      hutch_error **err)
 {
-	json_object *body = json_object_new_object(), *host = json_object_new_object();
-	json_object *mounts = json_object_new_array(), *entry = json_object_new_array();
+	json_object *body = json_object_new_object(),
+		    *host = json_object_new_object();
+	json_object *mounts = json_object_new_array(),
+		    *entry = json_object_new_array();
 	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
-	json_object *m = workspace ? mount_new("volume", s->volume, "/workspace") : NULL;
+	json_object *m =
+		workspace ? mount_new("volume", s->volume, "/workspace") : NULL;
 	char name[128], hex[25], path[256];
 	int rc;
 
@@ -1405,22 +1554,25 @@ static int put_through_helper(hutch_session *s, const char *tar, size_t len,
 	json_object_array_add(mounts, sys);
 	if (m)
 		json_object_array_add(mounts, m);
-	json_object_object_add(host, "NetworkMode", json_object_new_string("none"));
+	json_object_object_add(host, "NetworkMode",
+			       json_object_new_string("none"));
 	json_object_object_add(host, "Mounts", mounts);
 	json_object_object_add(body, "Image", json_object_new_string(s->image));
 	json_object_object_add(body, "Entrypoint", entry);
-	json_object_object_add(body, "NetworkDisabled", json_object_new_boolean(1));
+	json_object_object_add(body, "NetworkDisabled",
+			       json_object_new_boolean(1));
 	json_object_object_add(body, "HostConfig", host);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
-	rc = hutch__engine_call(s->engine, "POST", path, body, NULL, NULL,
-				"create a helper to prepare the session's volumes", err);
+	rc = hutch__engine_call(
+		s->engine, "POST", path, body, NULL, NULL,
+		"create a helper to prepare the session's volumes", err);
 	json_object_put(body);
 	if (rc < 0)
 		return rc;
 	rc = put_tar_in(s, name, "%2F", "", tar, len, what, err);
 	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
-	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL, "remove the helper",
-			   NULL);
+	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
+			   "remove the helper", NULL);
 	return rc;
 }
 
@@ -1452,11 +1604,13 @@ static int install_agent(hutch_session *s, int workspace, const char *what,
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;
-	tar = hutch__agent_tar(uid, workspace ? "workspace" : NULL, uid, gid, &len);
+	tar = hutch__agent_tar(uid, workspace ? "workspace" : NULL, uid, gid,
+			       &len);
 	if (!tar)
 		return hutch__error_oom(err);
 	if (podman || !s->read_only)
-		rc = put_tar_in(s, s->container, "%2F", "", tar, len, what, err);
+		rc = put_tar_in(s, s->container, "%2F", "", tar, len, what,
+				err);
 	else
 		rc = put_through_helper(s, tar, len, workspace, what, err);
 	free(tar);
@@ -1493,8 +1647,8 @@ static int is_podman(hutch_session *s, hutch_error **err)
 
 	if (s->podman >= 0)
 		return s->podman;
-	rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL, &status,
-				"ask which engine this is", err);
+	rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL,
+				&status, "ask which engine this is", err);
 	if (rc == 0)
 		return s->podman = 1;
 	if (rc == HUTCH_ENOTFOUND || status == 404) {
@@ -1523,8 +1677,8 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 		return 0; /* the engine made the volume with this owner */
 	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
-	return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar, used,
-			  "give the workspace its owner", err);
+	return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar,
+			  used, "give the workspace its owner", err);
 }
 
 /*
@@ -1543,8 +1697,8 @@ static int prepare(hutch_session *s, hutch_error **err)
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;
-	rc = install_agent(s, !s->workspace && !podman, "copy the agent into the container",
-			   err);
+	rc = install_agent(s, !s->workspace && !podman,
+			   "copy the agent into the container", err);
 	if (rc == 0 && !s->workspace && !podman)
 		s->owned = 1;
 	return rc;
@@ -1563,11 +1717,13 @@ static int start(hutch_session *s, hutch_error **err)
 		int fd = hutch__open_nosymlinks(s->workspace, O_PATH);
 
 		if (fd < 0)
-			return hutch__error_set(err, HUTCH_EINVALID,
-						"workspace '%.200s': %s; not starting the session",
-						s->workspace,
-						errno == ELOOP ? "it goes through a symlink now" :
-								 strerror(errno));
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"workspace '%.200s': %s; not starting the session",
+				s->workspace,
+				errno == ELOOP ?
+					"it goes through a symlink now" :
+					strerror(errno));
 		close(fd);
 	}
 	snprintf(path, sizeof(path), "/containers/%s/start", s->container);
@@ -1605,9 +1761,11 @@ static int state_of(hutch_session *s, struct seen *c, char *diff, size_t diffsz,
 	    json_object_object_get_ex(cfg, "Labels", &labels) &&
 	    !label_get(labels, HUTCH_LABEL_SESSION)) {
 		json_object_put(obj);
-		return hutch__error_set(err, HUTCH_ECONFLICT,
+		return hutch__error_set(
+			err, HUTCH_ECONFLICT,
 			"container '%s' exists but was not made by hutch; remove it "
-			"or pick another session name", s->container);
+			"or pick another session name",
+			s->container);
 	}
 	c->mine = made_by_me(s, labels);
 	if (json_object_object_get_ex(obj, "Id", &v) &&
@@ -1694,13 +1852,16 @@ static int default_user(hutch_session *s, hutch_error **err)
 		return 0;
 	if (s->workspace) {
 		if (stat(s->workspace, &st) < 0)
-			return hutch__error_set(err, HUTCH_EINVALID, "workspace '%.200s': %s",
+			return hutch__error_set(err, HUTCH_EINVALID,
+						"workspace '%.200s': %s",
 						s->workspace, strerror(errno));
 		if (st.st_uid == 0)
-			return hutch__error_set(err, HUTCH_EINVALID,
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
 				"workspace '%.200s' belongs to root, and commands run as an "
 				"unprivileged user: give it to one (chown 1000:1000 DIR) or "
-				"choose the user (--user UID:GID, or --user root)", s->workspace);
+				"choose the user (--user UID:GID, or --user root)",
+				s->workspace);
 		if (asprintf(&s->user, "%u:%u", (unsigned int)st.st_uid,
 			     (unsigned int)st.st_gid) < 0) {
 			s->user = NULL;
@@ -1731,14 +1892,18 @@ static int create_container(hutch_session *s, hutch_error **err)
 	body = create_body(s);
 	if (!body)
 		return hutch__error_oom(err);
-	snprintf(path, sizeof(path), "/containers/create?name=%s", s->container);
+	snprintf(path, sizeof(path), "/containers/create?name=%s",
+		 s->container);
 	rc = hutch__engine_call(s->engine, "POST", path, body, &out, NULL,
 				"create the session's container", err);
 	json_object_put(body);
 	if (rc == HUTCH_ENOTFOUND)
-		hutch__error_wrap(err, rc, "image '%s' is not on the engine (build the "
-				  "default one with images/offline/build.sh, or choose "
-				  "another with --image or HUTCH_IMAGE)", s->image);
+		hutch__error_wrap(
+			err, rc,
+			"image '%s' is not on the engine (build the "
+			"default one with images/offline/build.sh, or choose "
+			"another with --image or HUTCH_IMAGE)",
+			s->image);
 	/* The name is taken atomically: created means ours. */
 	if (rc == 0 && json_object_object_get_ex(out, "Id", &id) &&
 	    json_object_is_type(id, json_type_string))
@@ -1829,7 +1994,8 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 	/* Each image is read once per engine handle (a batch makes many
 	 * sessions of one image). */
 	snprintf(path, sizeof(path), "/containers/%s/json", s->container);
-	if (hutch__engine_get(s->engine, path, "inspect the session's container", &obj,
+	if (hutch__engine_get(s->engine, path,
+			      "inspect the session's container", &obj,
 			      NULL) == 1 &&
 	    json_object_object_get_ex(obj, "Image", &v) &&
 	    json_object_is_type(v, json_type_string))
@@ -1850,13 +2016,6 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 		return hutch__error_oom(err);
 	s->user_chosen = 1;
 	return 1;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /*
@@ -1944,7 +2103,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 					waiting = now;
 				else if (now - waiting >= RACE_TAKEOVER_MS)
 					s->takeover = 1;
-				sleep_ms(waited++ < 20 ? 25 : 100);
+				hutch__sleep_ms(waited++ < 20 ? 25 : 100);
 				continue;
 			}
 			if (rc == HUTCH_ECONFLICT && !s->refused) {
@@ -1978,15 +2137,17 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			since = now;
 		if (fresh && !c.mine && now - since < RACE_TAKEOVER_MS) {
 			/* Someone else is between create and start. */
-			sleep_ms(waited++ < 20 ? 25 : 100);
+			hutch__sleep_ms(waited++ < 20 ? 25 : 100);
 			continue;
 		}
 		if (strcmp(c.state, "paused") == 0) {
 			char path[256];
 
-			snprintf(path, sizeof(path), "/containers/%s/unpause", s->container);
-			rc = hutch__engine_call(s->engine, "POST", path, NULL, NULL, NULL,
-						"unpause the session's container", &lerr);
+			snprintf(path, sizeof(path), "/containers/%s/unpause",
+				 s->container);
+			rc = hutch__engine_call(
+				s->engine, "POST", path, NULL, NULL, NULL,
+				"unpause the session's container", &lerr);
 		} else if (strcmp(c.state, "dead") == 0 ||
 			   strcmp(c.state, "removing") == 0) {
 			/* Broken beyond starting: by its id, so that a racer's
@@ -1997,8 +2158,10 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			 * the session's workspace, and the owner of a bind
 			 * mount's directory must never be changed. */
 			if (fresh)
-				rc = install_agent(s, 0, "copy the agent into the container",
-						   &lerr);
+				rc = install_agent(
+					s, 0,
+					"copy the agent into the container",
+					&lerr);
 			if (rc >= 0)
 				rc = start(s, &lerr);
 		}
@@ -2006,7 +2169,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			goto fail;
 		hutch_error_free(lerr);
 		if (rc < 0)
-			sleep_ms(50);
+			hutch__sleep_ms(50);
 		continue;
 fail:
 		/* What this call made and could not bring up (a user the
@@ -2028,9 +2191,10 @@ fail:
 		*created = made;
 	return 0;
 stuck:
-	return hutch__error_set(err, HUTCH_ETIMEOUT,
-				"session '%s': the container did not come up within %d s",
-				s->name, RACE_GIVEUP_MS / 1000);
+	return hutch__error_set(
+		err, HUTCH_ETIMEOUT,
+		"session '%s': the container did not come up within %d s",
+		s->name, RACE_GIVEUP_MS / 1000);
 }
 
 /* ---- describing and removing sessions ------------------------------- */
@@ -2080,11 +2244,13 @@ static void info_from_labels(hutch_session_info *i, json_object *labels)
 	if (!i->image)
 		i->image = dup_or_null(label_get(labels, HUTCH_LABEL_IMAGE));
 	if (!i->hutch_version)
-		i->hutch_version = dup_or_null(label_get(labels, HUTCH_LABEL_VERSION));
+		i->hutch_version =
+			dup_or_null(label_get(labels, HUTCH_LABEL_VERSION));
 	if (!i->workspace && i->name) {
 		if (ws && *ws)
 			i->workspace = strdup(ws);
-		else if (asprintf(&i->workspace, "volume:hutch-%s", i->name) < 0)
+		else if (asprintf(&i->workspace, "volume:hutch-%s", i->name) <
+			 0)
 			i->workspace = NULL;
 	}
 	if (!i->created && created)
@@ -2100,7 +2266,8 @@ static void info_from_labels(hutch_session_info *i, json_object *labels)
 	if (!i->cap_add)
 		i->cap_add = dup_or_null(label_get(labels, HUTCH_LABEL_CAPS));
 	if (!i->network)
-		i->network = dup_or_null(label_get(labels, HUTCH_LABEL_NETWORK));
+		i->network =
+			dup_or_null(label_get(labels, HUTCH_LABEL_NETWORK));
 	if (i->read_only < 0)
 		i->read_only = (int)label_int(labels, HUTCH_LABEL_READONLY);
 }
@@ -2161,7 +2328,8 @@ static int labelled_entry(struct list *l, json_object *item,
 static int collect(struct list *l, hutch_engine *e, const char *only,
 		   hutch_error **err)
 {
-	json_object *arr = NULL, *vols = NULL, *varr, *item, *labels, *v, *names;
+	json_object *arr = NULL, *vols = NULL, *varr, *item, *labels, *v,
+		    *names;
 	char filter[256], *esc, path[512];
 	hutch_session_info *i;
 	int rc;
@@ -2170,16 +2338,20 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 		snprintf(filter, sizeof(filter), "{\"label\":[\"%s=%s\"]}",
 			 HUTCH_LABEL_SESSION, only);
 	else
-		snprintf(filter, sizeof(filter), "{\"label\":[\"%s\"]}", HUTCH_LABEL_SESSION);
+		snprintf(filter, sizeof(filter), "{\"label\":[\"%s\"]}",
+			 HUTCH_LABEL_SESSION);
 	esc = hutch__url_escape(filter);
 	if (!esc)
 		return hutch__error_oom(err);
 
 	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", esc);
-	rc = hutch__engine_call(e, "GET", path, NULL, &arr, NULL, "list containers", err);
+	rc = hutch__engine_call(e, "GET", path, NULL, &arr, NULL,
+				"list containers", err);
 	if (rc < 0)
 		goto out;
-	for (size_t k = 0; json_object_is_type(arr, json_type_array) && k < json_object_array_length(arr); k++) {
+	for (size_t k = 0; json_object_is_type(arr, json_type_array) &&
+			   k < json_object_array_length(arr);
+	     k++) {
 		item = json_object_array_get_idx(arr, k);
 		rc = labelled_entry(l, item, &i, &labels, err);
 		if (rc < 0)
@@ -2189,10 +2361,12 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 		if (json_object_object_get_ex(item, "Names", &names) &&
 		    json_object_is_type(names, json_type_array) &&
 		    json_object_array_length(names) > 0) {
-			const char *cn = json_object_get_string(json_object_array_get_idx(names, 0));
+			const char *cn = json_object_get_string(
+				json_object_array_get_idx(names, 0));
 
 			free(i->container);
-			i->container = dup_or_null(cn && cn[0] == '/' ? cn + 1 : cn);
+			i->container =
+				dup_or_null(cn && cn[0] == '/' ? cn + 1 : cn);
 		}
 		if (json_object_object_get_ex(item, "Id", &v)) {
 			free(i->id);
@@ -2207,19 +2381,23 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 	}
 
 	snprintf(path, sizeof(path), "/volumes?filters=%s", esc);
-	rc = hutch__engine_call(e, "GET", path, NULL, &vols, NULL, "list volumes", err);
+	rc = hutch__engine_call(e, "GET", path, NULL, &vols, NULL,
+				"list volumes", err);
 	if (rc < 0)
 		goto out;
 	/* A container's record comes first, then the system volume's (the
 	 * last container's), then the workspace volume's (the first). */
-	for (int pass = 0; pass < 2 && vols && json_object_object_get_ex(vols, "Volumes", &varr) &&
-			   json_object_is_type(varr, json_type_array); pass++) {
+	for (int pass = 0; pass < 2 && vols &&
+			   json_object_object_get_ex(vols, "Volumes", &varr) &&
+			   json_object_is_type(varr, json_type_array);
+	     pass++) {
 		for (size_t k = 0; k < json_object_array_length(varr); k++) {
 			item = json_object_array_get_idx(varr, k);
 			rc = labelled_entry(l, item, &i, &labels, err);
 			if (rc < 0)
 				goto out;
-			if (i && (label_get(labels, HUTCH_LABEL_SYSTEM) != NULL) == (pass == 0))
+			if (i && (label_get(labels, HUTCH_LABEL_SYSTEM) !=
+				  NULL) == (pass == 0))
 				info_from_labels(i, labels);
 		}
 	}
@@ -2236,8 +2414,8 @@ out:
 	return rc;
 }
 
-int hutch_session_list(hutch_session_info **out, size_t *count,
-		       hutch_engine *e, hutch_error **err)
+int hutch_session_list(hutch_session_info **out, size_t *count, hutch_engine *e,
+		       hutch_error **err)
 {
 	struct list l = { NULL, 0, 0 };
 	int rc = collect(&l, e, NULL, err);
@@ -2265,7 +2443,8 @@ int hutch_session_inspect(hutch_session_info **out, hutch_session *s,
 	}
 	if (l.n == 0) {
 		free(l.v);
-		return hutch__error_set(err, HUTCH_ENOTFOUND, "no session '%s'", s->name);
+		return hutch__error_set(err, HUTCH_ENOTFOUND, "no session '%s'",
+					s->name);
 	}
 	for (size_t k = 1; k < l.n; k++)
 		info_clear(&l.v[k]);

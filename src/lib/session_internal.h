@@ -56,46 +56,46 @@ enum {
 #define MADE_SYSTEM_VOLUME 2
 
 struct hutch_session {
-	hutch_engine *engine;   /* borrowed */
+	hutch_engine *engine; /* borrowed */
 	char *name;
-	char *container;        /* "hutch-NAME" */
-	char *volume;           /* "hutch-NAME": workspace and first record */
-	char *sysvol;           /* "hutch_NAME": /.hutch and latest record */
+	char *container; /* "hutch-NAME" */
+	char *volume;	 /* "hutch-NAME": workspace and first record */
+	char *sysvol;	 /* "hutch_NAME": /.hutch and latest record */
 	char *image;
-	char *workspace;        /* absolute host path, or NULL for the volume */
+	char *workspace; /* absolute host path, or NULL for the volume */
 	char **env;
 	size_t env_count;
-	char *user;             /* NULL: not chosen yet (the default) */
+	char *user; /* NULL: not chosen yet (the default) */
 	int64_t memory, nano_cpus, pids;
-	char **caps;            /* capabilities added back, "NET_RAW"... */
+	char **caps; /* capabilities added back, "NET_RAW"... */
 	size_t cap_count;
 	char *network;
 	int read_only;
-	unsigned int set;       /* HUTCH__SET_* */
-	int recreate;           /* replace a container whose record differs */
-	int new_record;         /* the last ensure found no volume and made it:
+	unsigned int set;      /* HUTCH__SET_* */
+	int recreate;	       /* replace a container whose record differs */
+	int new_record;	       /* the last ensure found no volume and made it:
 				   the session is brand new, not recovered */
-	int recreated;          /* the last ensure replaced a container */
-	int refused;            /* the last ensure found another configuration,
+	int recreated;	       /* the last ensure replaced a container */
+	int refused;	       /* the last ensure found another configuration,
 				   or a volume of the session's name that
 				   hutch did not make */
-	int user_chosen;        /* ... and found it: keep it over the record */
-	int probe_user;         /* the user is the default 1000:1000: look for
+	int user_chosen;       /* ... and found it: keep it over the record */
+	int probe_user;	       /* the user is the default 1000:1000: look for
 				   the image's "sandbox" once it runs */
-	long vol_uid, vol_gid;  /* owner the engine gave the workspace volume
+	long vol_uid, vol_gid; /* owner the engine gave the workspace volume
 				   when it made it, or -1 (ensure_volume) */
-	int owned;              /* the container being brought up got its
+	int owned;	       /* the container being brought up got its
 				   workspace owner with the agent (prepare) */
-	int podman;             /* the engine is Podman: 1, 0, -1 not asked */
-	int made_volumes;       /* made by this ensure: MADE_WORKSPACE_VOLUME,
+	int podman;	       /* the engine is Podman: 1, 0, -1 not asked */
+	int made_volumes;      /* made by this ensure: MADE_WORKSPACE_VOLUME,
 				   MADE_SYSTEM_VOLUME (session.c) */
-	char token[25];         /* this ensure's HUTCH_LABEL_CREATION */
-	char vol_token[25];     /* the workspace volume's HUTCH_LABEL_CREATION,
+	char token[25];	       /* this ensure's HUTCH_LABEL_CREATION */
+	char vol_token[25];    /* the workspace volume's HUTCH_LABEL_CREATION,
 				   "" when it has none (older hutch) */
-	char made_id[80];       /* Id of the container this ensure made, "" */
-	int settled;            /* this ensure saw a container of the session
+	char made_id[80];      /* Id of the container this ensure made, "" */
+	int settled;	       /* this ensure saw a container of the session
 				   running or paused: its record is in use */
-	int takeover;           /* waited long enough for the call that made
+	int takeover;	       /* waited long enough for the call that made
 				   the record to make its container */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
 };
@@ -130,7 +130,8 @@ int hutch__session_put_agent(hutch_session *s, hutch_error **err);
 
 /* Record a use of the session (HUTCH_LAST_USED_PATH, now) for work that
  * does not run the agent; uid:gid own the record.  Best effort. */
-void hutch__session_mark_used(hutch_session *s, unsigned int uid, unsigned int gid);
+void hutch__session_mark_used(hutch_session *s, unsigned int uid,
+			      unsigned int gid);
 
 /* A handle's secrets (secrets.c, secrets.h).  Accepts NULL. */
 struct hutch__session_secrets;

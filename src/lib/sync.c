@@ -206,13 +206,17 @@ uint64_t hutch__pipe_total(struct hutch__pipe *p)
 static int check_opts(const hutch_sync_options *o, hutch_error **err)
 {
 	if (o && o->version != HUTCH_SYNC_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"unsupported hutch_sync_options version %u", o->version);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"unsupported hutch_sync_options version %u",
+			o->version);
 	if (o && o->exclude_count && !o->exclude)
-		return hutch__error_set(err, HUTCH_EINVALID, "exclude_count without exclude");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"exclude_count without exclude");
 	for (size_t i = 0; o && i < o->exclude_count; i++)
 		if (!o->exclude[i] || !hutch__glob_valid(o->exclude[i]))
-			return hutch__error_set(err, HUTCH_EINVALID,
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
 				"invalid exclude pattern '%.200s'",
 				o->exclude[i] ? o->exclude[i] : "(null)");
 	return 0;
@@ -236,26 +240,32 @@ static int workspace_path(char **out, const char *path, hutch_error **err)
 	    strncmp(p, WORKSPACE "/", sizeof(WORKSPACE)) == 0)
 		p += sizeof(WORKSPACE) - 1;
 	else if (p[0] == '/')
-		return hutch__error_set(err, HUTCH_EINVALID,
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
 			"path '%.200s' is outside the workspace: give a path relative to "
-			"/workspace or under it", path);
+			"/workspace or under it",
+			path);
 	copy = strdup(p);
 	if (!copy || hutch__buf_addstr(&b, WORKSPACE) < 0) {
 		free(copy);
 		hutch__buf_free(&b);
 		return hutch__error_oom(err);
 	}
-	for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+	for (tok = strtok_r(copy, "/", &save); tok;
+	     tok = strtok_r(NULL, "/", &save)) {
 		if (strcmp(tok, ".") == 0)
 			continue;
 		if (strcmp(tok, "..") == 0) {
-			rc = hutch__error_set(err, HUTCH_EINVALID,
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
 				"path '%.200s' must stay under /workspace: '..' is not allowed",
 				path);
 			break;
 		}
 		if (hutch__buf_printf(&b, "/%s", tok) < 0) {
-			rc = hutch__error_set(err, HUTCH_EINVALID, "path '%.200s' is too long", path);
+			rc = hutch__error_set(err, HUTCH_EINVALID,
+					      "path '%.200s' is too long",
+					      path);
 			break;
 		}
 	}
@@ -300,8 +310,8 @@ static long account_lookup(const char *db, const char *name, int field)
 /* One small file from the container, via the archive API: NULL when
  * missing (then *status, when given, is the engine's answer: 404 when the
  * file is not there, 0 when the engine could not be asked). */
-static char *container_file_status(hutch_session *s, const char *path, long *status,
-				   hutch_error **err)
+static char *container_file_status(hutch_session *s, const char *path,
+				   long *status, hutch_error **err)
 {
 	hutch__request req = { .method = "GET" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
@@ -326,7 +336,8 @@ static char *container_file_status(hutch_session *s, const char *path, long *sta
 		goto out;
 	a = archive_read_new();
 	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
-	    archive_read_open_memory(a, resp.body.data, resp.body.len) != ARCHIVE_OK ||
+	    archive_read_open_memory(a, resp.body.data, resp.body.len) !=
+		    ARCHIVE_OK ||
 	    archive_read_next_header(a, &entry) != ARCHIVE_OK ||
 	    archive_entry_filetype(entry) != AE_IFREG)
 		goto out;
@@ -334,7 +345,8 @@ static char *container_file_status(hutch_session *s, const char *path, long *sta
 	if (size < 0 || size > (la_int64_t)MAX_ACCOUNT_DB)
 		goto out;
 	data = calloc(1, (size_t)size + 1);
-	if (data && archive_read_data(a, data, (size_t)size) != (la_ssize_t)size) {
+	if (data &&
+	    archive_read_data(a, data, (size_t)size) != (la_ssize_t)size) {
 		free(data);
 		data = NULL;
 	}
@@ -344,7 +356,8 @@ out:
 	return data;
 }
 
-static char *container_file(hutch_session *s, const char *path, hutch_error **err)
+static char *container_file(hutch_session *s, const char *path,
+			    hutch_error **err)
 {
 	return container_file_status(s, path, NULL, err);
 }
@@ -371,7 +384,8 @@ static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 	long u = 0, g = -1;
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", hutch__session_container(s));
+	snprintf(path, sizeof(path), "/containers/%s/json",
+		 hutch__session_container(s));
 	rc = hutch__engine_call(s->engine, "GET", path, NULL, &obj, NULL,
 				"inspect the session's container", err);
 	if (rc < 0)
@@ -394,7 +408,8 @@ static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 		u = passwd ? account_lookup(passwd, user, 2) : -1;
 		if (u < 0) {
 			free(passwd);
-			return hutch__error_set(err, HUTCH_EFAILED,
+			return hutch__error_set(
+				err, HUTCH_EFAILED,
 				"session user '%.100s' is not in the container's /etc/passwd",
 				user);
 		}
@@ -407,7 +422,8 @@ static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 			free(group);
 			if (g < 0) {
 				free(passwd);
-				return hutch__error_set(err, HUTCH_EFAILED,
+				return hutch__error_set(
+					err, HUTCH_EFAILED,
 					"session group '%.100s' is not in the container's /etc/group",
 					grp);
 			}
@@ -429,9 +445,11 @@ static int sync_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 				const char *f2 = strchr(line, ':');
 
 				f2 = f2 ? strchr(f2 + 1, ':') : NULL;
-				if (f2 && strncmp(f2 + 1, id, strlen(id)) == 0 &&
+				if (f2 &&
+				    strncmp(f2 + 1, id, strlen(id)) == 0 &&
 				    f2[1 + strlen(id)] == ':')
-					g = strtol(f2 + 2 + strlen(id), NULL, 10);
+					g = strtol(f2 + 2 + strlen(id), NULL,
+						   10);
 				line = strchr(line, '\n');
 				line = line ? line + 1 : NULL;
 			}
@@ -469,9 +487,9 @@ long hutch__account_id(hutch_session *s, const char *name, long *gid)
 struct driver {
 	const hutch_sync_options *opts;
 	struct hutch__pipe *pipe;
-	hutch_sync_stats *live;       /* the worker's counters */
+	hutch_sync_stats *live; /* the worker's counters */
 	unsigned long long t0, last_progress;
-	int stop;                     /* cancel or the callback said stop */
+	int stop; /* cancel or the callback said stop */
 	int cancelled;
 };
 
@@ -557,7 +575,8 @@ static int open_hostdir(const char *hostdir, int create, hutch_error **err)
 	int fd;
 
 	if (!hostdir || !*hostdir)
-		return hutch__error_set(err, HUTCH_EINVALID, "no host directory given");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"no host directory given");
 	fd = hutch__open_nosymlinks(hostdir, O_RDONLY);
 	if (fd < 0 && errno == ENOENT && create) {
 		/* Made in its parent, held the same way: a parent swapped
@@ -579,7 +598,8 @@ static int open_hostdir(const char *hostdir, int create, hutch_error **err)
 			parent = ".";
 		}
 		pfd = hutch__open_nosymlinks(parent, O_PATH);
-		if (pfd >= 0 && (mkdirat(pfd, base, 0777) == 0 || errno == EEXIST))
+		if (pfd >= 0 &&
+		    (mkdirat(pfd, base, 0777) == 0 || errno == EEXIST))
 			fd = hutch__open_beneath(pfd, base, O_RDONLY);
 		else if (pfd >= 0)
 			fd = -1;
@@ -590,24 +610,30 @@ static int open_hostdir(const char *hostdir, int create, hutch_error **err)
 		errno = e;
 	}
 	if (fd < 0 && errno == ELOOP)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"host directory '%.200s' goes through a symlink, which hutch "
-					"does not follow (a sandbox could have put it there): give "
-					"its real path, as `realpath` prints it", hostdir);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"host directory '%.200s' goes through a symlink, which hutch "
+			"does not follow (a sandbox could have put it there): give "
+			"its real path, as `realpath` prints it",
+			hostdir);
 	if (fd < 0)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"%s host directory '%.200s': %s",
-					create && errno != ENOTDIR ? "cannot create or open" : "cannot open",
-					hostdir, errno == ENOTDIR ? "not a directory" : strerror(errno));
+		return hutch__error_set(
+			err, HUTCH_EINVALID, "%s host directory '%.200s': %s",
+			create && errno != ENOTDIR ? "cannot create or open" :
+						     "cannot open",
+			hostdir,
+			errno == ENOTDIR ? "not a directory" : strerror(errno));
 	return fd;
 }
 
-static int spawn(pthread_t *t, void *(*fn)(void *), void *job, hutch_error **err)
+static int spawn(pthread_t *t, void *(*fn)(void *), void *job,
+		 hutch_error **err)
 {
 	int e = pthread_create(t, NULL, fn, job);
 
 	if (e)
-		return hutch__error_set(err, HUTCH_EFAILED, "cannot start a thread: %s",
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"cannot start a thread: %s",
 					strerror(e));
 	return 0;
 }
@@ -618,7 +644,9 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	struct hutch__pipe pipe;
 	struct hutch__sync_in job;
 	struct driver d = { .opts = opts, .pipe = &pipe, .live = &job.stats };
-	hutch__request req = { .method = "PUT", .source = source, .source_payload = &d,
+	hutch__request req = { .method = "PUT",
+			       .source = source,
+			       .source_payload = &d,
 			       .content_type = "application/x-tar" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char path[256];
@@ -654,7 +682,8 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	}
 	/* noOverwriteDirNonDir is left off: what the host has replaces what
 	 * the workspace had, as docker cp does. */
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%%2Fworkspace",
+	snprintf(path, sizeof(path),
+		 "/containers/%s/archive?path=%%2Fworkspace",
 		 hutch__session_container(s));
 	req.path = path;
 	{
@@ -676,20 +705,22 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 			job.err = NULL;
 		} else if (d.cancelled) {
 			hutch_error_free(herr);
-			rc = hutch__error_set(err, HUTCH_ECANCELLED, "sync-in cancelled");
+			rc = hutch__error_set(err, HUTCH_ECANCELLED,
+					      "sync-in cancelled");
 		} else if (rc < 0) {
 			if (err)
 				*err = herr;
 			else
 				hutch_error_free(herr);
 		} else if (resp.status != 200) {
-			rc = hutch__engine_error(err, resp.status, resp.body.data,
-						 resp.body.len, "copy into the workspace");
+			rc = hutch__engine_error(err, resp.status,
+						 resp.body.data, resp.body.len,
+						 "copy into the workspace");
 		}
 	}
 	if (rc < 0) {
-		hutch__error_wrap(err, rc, "sync-in '%.200s' to session '%s'", hostdir,
-				  hutch_session_name(s));
+		hutch__error_wrap(err, rc, "sync-in '%.200s' to session '%s'",
+				  hostdir, hutch_session_name(s));
 	} else {
 		driver_check(&d, 1);
 		finish_stats(out, &job.stats, &pipe, d.t0);
@@ -720,7 +751,9 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	struct hutch__pipe pipe;
 	struct hutch__sync_out job;
 	struct driver d = { .opts = opts, .pipe = &pipe, .live = &job.stats };
-	hutch__request req = { .method = "GET", .sink = sink, .sink_payload = &d };
+	hutch__request req = { .method = "GET",
+			       .sink = sink,
+			       .sink_payload = &d };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char *cpath = NULL, *esc = NULL, *url = NULL;
 	const char *shown;
@@ -767,11 +800,13 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		int ok;
 
 		rc = hutch__http(s->engine, &req, &resp, &herr);
-		ok = rc == 0 && resp.status == 200 && !resp.sink_aborted && !d.cancelled;
+		ok = rc == 0 && resp.status == 200 && !resp.sink_aborted &&
+		     !d.cancelled;
 		hutch__pipe_close_write(&pipe, !ok);
 		pthread_join(t, NULL);
 		if (d.cancelled) {
-			rc = hutch__error_set(err, HUTCH_ECANCELLED, "sync-out cancelled");
+			rc = hutch__error_set(err, HUTCH_ECANCELLED,
+					      "sync-out cancelled");
 		} else if (rc < 0) {
 			if (err)
 				*err = herr;
@@ -780,14 +815,17 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 			herr = NULL;
 		} else if (resp.status == 404 &&
 			   !container_missing(resp.body.data, resp.body.len)) {
-			char *m = hutch__engine_error_message(resp.body.data, resp.body.len);
+			char *m = hutch__engine_error_message(resp.body.data,
+							      resp.body.len);
 
-			rc = hutch__error_set_engine(err, HUTCH_ENOTFOUND, 404, m,
+			rc = hutch__error_set_engine(
+				err, HUTCH_ENOTFOUND, 404, m,
 				"'%.200s' not found in the workspace", shown);
 			free(m);
 		} else if (resp.status != 200) {
-			rc = hutch__engine_error(err, resp.status, resp.body.data,
-						 resp.body.len, "copy out of the workspace");
+			rc = hutch__engine_error(err, resp.status,
+						 resp.body.data, resp.body.len,
+						 "copy out of the workspace");
 		} else if (job.rc < 0) {
 			rc = job.rc;
 			if (err)
@@ -796,16 +834,20 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 				hutch_error_free(job.err);
 			job.err = NULL;
 		} else if (job.refused) {
-			rc = hutch__error_set(err, HUTCH_EFAILED,
+			rc = hutch__error_set(
+				err, HUTCH_EFAILED,
 				"refused %llu unsafe %s from the container (%s); the rest "
-				"was extracted", (unsigned long long)job.refused,
-				job.refused == 1 ? "entry" : "entries", job.first_refused);
+				"was extracted",
+				(unsigned long long)job.refused,
+				job.refused == 1 ? "entry" : "entries",
+				job.first_refused);
 		}
 		hutch_error_free(herr);
 	}
 	if (rc < 0) {
-		hutch__error_wrap(err, rc, "sync-out of '%.200s' from session '%s'", shown,
-				  hutch_session_name(s));
+		hutch__error_wrap(err, rc,
+				  "sync-out of '%.200s' from session '%s'",
+				  shown, hutch_session_name(s));
 	} else {
 		unsigned int uid, gid;
 

@@ -30,7 +30,7 @@
 
 struct level {
 	DIR *dir;
-	size_t pathlen;   /* length of the path of this directory */
+	size_t pathlen; /* length of the path of this directory */
 };
 
 struct walk {
@@ -38,11 +38,12 @@ struct walk {
 	struct archive *a;
 	struct archive_entry *entry;
 	char path[PATH_MAX];
-	char *buf;        /* file data, HUTCH_SYNC_BLOCK */
+	char *buf; /* file data, HUTCH_SYNC_BLOCK */
 	int reader_gone;
 };
 
-static la_ssize_t on_write(struct archive *a, void *p, const void *data, size_t len)
+static la_ssize_t on_write(struct archive *a, void *p, const void *data,
+			   size_t len)
 {
 	struct walk *w = p;
 
@@ -67,9 +68,11 @@ static int archive_fail(struct walk *w, const char *what)
 {
 	if (w->reader_gone)
 		return 1; /* not an error of ours: the transfer ended */
-	return hutch__error_set(&w->job->err, HUTCH_EFAILED, "%s '%.300s': %s", what,
-				w->path, archive_error_string(w->a) ?
-				archive_error_string(w->a) : "archive error");
+	return hutch__error_set(&w->job->err, HUTCH_EFAILED, "%s '%.300s': %s",
+				what, w->path,
+				archive_error_string(w->a) ?
+					archive_error_string(w->a) :
+					"archive error");
 }
 
 static void header_common(struct walk *w, const struct stat *st)
@@ -77,7 +80,8 @@ static void header_common(struct walk *w, const struct stat *st)
 	archive_entry_clear(w->entry);
 	archive_entry_set_pathname(w->entry, w->path);
 	archive_entry_set_perm(w->entry, st->st_mode & 07777);
-	archive_entry_set_mtime(w->entry, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	archive_entry_set_mtime(w->entry, st->st_mtim.tv_sec,
+				st->st_mtim.tv_nsec);
 	archive_entry_set_uid(w->entry, w->job->uid);
 	archive_entry_set_gid(w->entry, w->job->gid);
 }
@@ -101,8 +105,9 @@ static int add_file(struct walk *w, int dirfd, const char *name)
 
 	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
-		return hutch__error_set(&w->job->err, HUTCH_EFAILED, "cannot open '%.300s': %s",
-					w->path, strerror(errno));
+		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
+					"cannot open '%.300s': %s", w->path,
+					strerror(errno));
 	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(pfd);
 		HUTCH__STAT_ADD(w->job->stats.skipped, 1);
@@ -113,10 +118,11 @@ static int add_file(struct walk *w, int dirfd, const char *name)
 	fd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	close(pfd);
 	if (fd < 0)
-		return hutch__error_set(&w->job->err, HUTCH_EFAILED, "cannot open '%.300s': %s",
-					w->path, strerror(errno));
-	if (fstat(fd, &again) < 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev ||
-	    !S_ISREG(again.st_mode)) {
+		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
+					"cannot open '%.300s': %s", w->path,
+					strerror(errno));
+	if (fstat(fd, &again) < 0 || again.st_ino != st.st_ino ||
+	    again.st_dev != st.st_dev || !S_ISREG(again.st_mode)) {
 		close(fd);
 		HUTCH__STAT_ADD(w->job->stats.skipped, 1);
 		return 0;
@@ -132,7 +138,8 @@ static int add_file(struct walk *w, int dirfd, const char *name)
 	/* Exactly st_size bytes go out: a file that grows is cut, one that
 	 * shrinks is padded with zeros by libarchive (finish_entry). */
 	for (left = st.st_size; left > 0; left -= n) {
-		size_t want = left < HUTCH_SYNC_BLOCK ? (size_t)left : HUTCH_SYNC_BLOCK;
+		size_t want = left < HUTCH_SYNC_BLOCK ? (size_t)left :
+							HUTCH_SYNC_BLOCK;
 
 		n = read(fd, w->buf, want);
 		if (n < 0 && errno == EINTR) {
@@ -141,8 +148,8 @@ static int add_file(struct walk *w, int dirfd, const char *name)
 		}
 		if (n < 0) {
 			rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					      "cannot read '%.300s': %s", w->path,
-					      strerror(errno));
+					      "cannot read '%.300s': %s",
+					      w->path, strerror(errno));
 			break;
 		}
 		if (n == 0)
@@ -167,8 +174,8 @@ static int add_symlink(struct walk *w, int dirfd, const char *name,
 
 	if (n < 0)
 		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					"cannot read link '%.300s': %s", w->path,
-					strerror(errno));
+					"cannot read link '%.300s': %s",
+					w->path, strerror(errno));
 	target[n] = '\0';
 	header_common(w, st);
 	archive_entry_set_filetype(w->entry, AE_IFLNK);
@@ -202,7 +209,8 @@ static int walk(struct walk *w)
 		if (fd >= 0)
 			close(fd);
 		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					"cannot list the host directory: %s", strerror(errno));
+					"cannot list the host directory: %s",
+					strerror(errno));
 	}
 	stack[0].pathlen = 0;
 	depth = 1;
@@ -218,26 +226,31 @@ static int walk(struct walk *w)
 		if (!de) {
 			if (errno) {
 				w->path[top->pathlen] = '\0';
-				rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
+				rc = hutch__error_set(
+					&w->job->err, HUTCH_EFAILED,
 					"cannot list '%.300s': %s",
-					top->pathlen ? w->path : ".", strerror(errno));
+					top->pathlen ? w->path : ".",
+					strerror(errno));
 			}
 			closedir(top->dir);
 			depth--;
 			continue;
 		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		nlen = strlen(de->d_name);
 		if (top->pathlen + nlen + 2 > sizeof(w->path)) {
 			w->path[top->pathlen] = '\0';
 			rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					      "path too long under '%.300s'", w->path);
+					      "path too long under '%.300s'",
+					      w->path);
 			break;
 		}
 		if (top->pathlen)
 			w->path[top->pathlen] = '/';
-		memcpy(w->path + top->pathlen + (top->pathlen ? 1 : 0), de->d_name, nlen + 1);
+		memcpy(w->path + top->pathlen + (top->pathlen ? 1 : 0),
+		       de->d_name, nlen + 1);
 		if (excluded(w->job, w->path)) {
 			HUTCH__STAT_ADD(w->job->stats.excluded, 1);
 			continue;
@@ -246,8 +259,8 @@ static int walk(struct walk *w)
 			if (errno == ENOENT)
 				continue; /* removed while we walk */
 			rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					      "cannot stat '%.300s': %s", w->path,
-					      strerror(errno));
+					      "cannot stat '%.300s': %s",
+					      w->path, strerror(errno));
 			break;
 		}
 		if (S_ISREG(st.st_mode)) {
@@ -259,7 +272,8 @@ static int walk(struct walk *w)
 			int sfd;
 
 			if (depth == MAX_DEPTH) {
-				rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
+				rc = hutch__error_set(
+					&w->job->err, HUTCH_EFAILED,
 					"'%.300s' is nested deeper than %d directories",
 					w->path, MAX_DEPTH);
 				break;
@@ -268,18 +282,21 @@ static int walk(struct walk *w)
 			if (rc)
 				break;
 			sfd = openat(dfd, de->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					     O_CLOEXEC);
 			sub = sfd >= 0 ? fdopendir(sfd) : NULL;
 			if (!sub) {
-				rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
-						      "cannot open '%.300s': %s", w->path,
-						      strerror(errno));
+				rc = hutch__error_set(
+					&w->job->err, HUTCH_EFAILED,
+					"cannot open '%.300s': %s", w->path,
+					strerror(errno));
 				if (sfd >= 0)
 					close(sfd);
 				break;
 			}
 			stack[depth].dir = sub;
-			stack[depth].pathlen = top->pathlen + (top->pathlen ? 1 : 0) + nlen;
+			stack[depth].pathlen =
+				top->pathlen + (top->pathlen ? 1 : 0) + nlen;
 			depth++;
 		} else {
 			/* Sockets, fifos, devices have no place in a workspace. */
@@ -306,7 +323,8 @@ void *hutch__sync_in_worker(void *p)
 	}
 	/* pax only where ustar cannot say it (long names, big files). */
 	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(w.a, HUTCH_SYNC_BLOCK) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w.a, HUTCH_SYNC_BLOCK) !=
+		    ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
 	    archive_write_open(w.a, &w, NULL, on_write, NULL) != ARCHIVE_OK) {
 		rc = archive_fail(&w, "cannot start the archive for");

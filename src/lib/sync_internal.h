@@ -25,10 +25,10 @@ struct hutch__pipe {
 	pthread_cond_t cv;
 	char *buf;
 	size_t cap, head, len;
-	int wdone;     /* the writer finished (EOF after the data) */
-	int wfailed;   /* the writer gave up: the reader sees an error */
-	int rgone;     /* the reader gave up: writes fail */
-	int rdiscard;  /* the reader is done and content: writes are dropped */
+	int wdone;	/* the writer finished (EOF after the data) */
+	int wfailed;	/* the writer gave up: the reader sees an error */
+	int rgone;	/* the reader gave up: writes fail */
+	int rdiscard;	/* the reader is done and content: writes are dropped */
 	uint64_t total; /* bytes written so far */
 };
 
@@ -49,20 +49,21 @@ void hutch__pipe_close_read(struct hutch__pipe *p, int discard);
 uint64_t hutch__pipe_total(struct hutch__pipe *p);
 
 /* Counters a worker updates while the calling thread reads them. */
-#define HUTCH__STAT_ADD(field, n) __atomic_add_fetch(&(field), (n), __ATOMIC_RELAXED)
+#define HUTCH__STAT_ADD(field, n) \
+	__atomic_add_fetch(&(field), (n), __ATOMIC_RELAXED)
 #define HUTCH__STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* ---- sync-in: walking the host tree into a tar ---------------------- */
 
 struct hutch__sync_in {
-	int dirfd;                     /* the host directory; owned */
+	int dirfd; /* the host directory; owned */
 	const char *const *exclude;
 	size_t exclude_count;
-	unsigned int uid, gid;         /* owner written into every header */
+	unsigned int uid, gid; /* owner written into every header */
 	struct hutch__pipe *pipe;
-	hutch_sync_stats stats;        /* updated atomically */
-	int rc;                        /* worker's result */
-	hutch_error *err;              /* worker's error, or NULL */
+	hutch_sync_stats stats; /* updated atomically */
+	int rc;			/* worker's result */
+	hutch_error *err;	/* worker's error, or NULL */
 };
 
 /* Thread body: walk, write the archive into the pipe, close it. */
@@ -71,10 +72,10 @@ void *hutch__sync_in_worker(void *job);
 /* ---- sync-out: unpacking a tar into the host directory -------------- */
 
 struct hutch__sync_out {
-	int dirfd;                     /* the host directory; owned */
-	const char *top;               /* first component of every entry */
+	int dirfd;	 /* the host directory; owned */
+	const char *top; /* first component of every entry */
 	struct hutch__pipe *pipe;
-	hutch_sync_stats stats;        /* updated atomically */
+	hutch_sync_stats stats; /* updated atomically */
 	uint64_t refused;
 	char first_refused[512];
 	int rc;

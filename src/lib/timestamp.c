@@ -36,12 +36,14 @@ static long long days_from_civil(long long y, int m, int d)
 
 int hutch__time_parse(const char *s, long long *out)
 {
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30,
+				     31, 31, 30, 31, 30, 31 };
 	int y, mo, d, h, mi, sec, off = 0;
 	long long t;
 
 	if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' ||
-	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
+	    (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+	    s[16] != ':')
 		return -1;
 	y = digits(s, 4);
 	mo = digits(s + 5, 2);
@@ -50,7 +52,8 @@ int hutch__time_parse(const char *s, long long *out)
 	mi = digits(s + 14, 2);
 	sec = digits(s + 17, 2);
 	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
-	    (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) ||
+	    (mo == 2 && d == 29 &&
+	     !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) ||
 	    h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
 		return -1;
 	s += 19;
@@ -72,7 +75,8 @@ int hutch__time_parse(const char *s, long long *out)
 	} else {
 		return -1;
 	}
-	t = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec - off;
+	t = days_from_civil(y, mo, d) * 86400LL + h * 3600LL + mi * 60LL + sec -
+	    off;
 	*out = t;
 	return 0;
 }

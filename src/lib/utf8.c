@@ -15,11 +15,17 @@ size_t hutch__utf8_seq_len(const unsigned char *s, size_t len)
 	if (c < 0x80)
 		return 1;
 	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2; cp = c & 0x1f; min = 0x80;
+		n = 2;
+		cp = c & 0x1f;
+		min = 0x80;
 	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3; cp = c & 0x0f; min = 0x800;
+		n = 3;
+		cp = c & 0x0f;
+		min = 0x800;
 	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4; cp = c & 0x07; min = 0x10000;
+		n = 4;
+		cp = c & 0x07;
+		min = 0x10000;
 	} else {
 		return 0; /* continuation byte, 0xc0/0xc1 or 0xf5.. */
 	}

@@ -18,11 +18,7 @@
 /* --- protocol versions ----------------------------------------------------- */
 
 const char *const mcp_protocol_versions[] = {
-	"2025-11-25",
-	"2025-06-18",
-	"2025-03-26",
-	"2024-11-05",
-	NULL,
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL,
 };
 
 const char *mcp_negotiate_version(const char *requested)
@@ -60,8 +56,8 @@ struct mcp_reader {
 	size_t max;
 	char *buf;
 	size_t alloc;
-	size_t start, end;   /* unconsumed bytes are buf[start, end) */
-	size_t scanned;      /* buf[start, scanned) holds no newline */
+	size_t start, end; /* unconsumed bytes are buf[start, end) */
+	size_t scanned;	   /* buf[start, scanned) holds no newline */
 	int eof;
 };
 
@@ -126,7 +122,8 @@ static int make_room(mcp_reader *r)
 /* Wait for input (or the wake fd); then read what there is. */
 static int fill(mcp_reader *r)
 {
-	struct pollfd p[2] = { { r->fd, POLLIN, 0 }, { r->wake_fd, POLLIN, 0 } };
+	struct pollfd p[2] = { { r->fd, POLLIN, 0 },
+			       { r->wake_fd, POLLIN, 0 } };
 	ssize_t n;
 
 	if (make_room(r) < 0)
@@ -158,7 +155,8 @@ int mcp_reader_next(mcp_reader *r, const char **line, size_t *len)
 	int drained = 0, rc;
 
 	for (;;) {
-		char *nl = memchr(r->buf + r->scanned, '\n', r->end - r->scanned);
+		char *nl =
+			memchr(r->buf + r->scanned, '\n', r->end - r->scanned);
 
 		if (nl) {
 			size_t n = (size_t)(nl - (r->buf + r->start));
@@ -174,7 +172,7 @@ int mcp_reader_next(mcp_reader *r, const char **line, size_t *len)
 			}
 			if (n > 0 && l[n - 1] == '\r')
 				n--;
-			l[n] = '\0';   /* overwrites the newline */
+			l[n] = '\0'; /* overwrites the newline */
 			*line = l;
 			*len = n;
 			return MCP_READ_LINE;
@@ -224,7 +222,8 @@ static json_object *id_ref(json_object *id)
 
 json_object *mcp_error_reply(json_object *id, int code, const char *message)
 {
-	json_object *o = json_object_new_object(), *e = json_object_new_object();
+	json_object *o = json_object_new_object(),
+		    *e = json_object_new_object();
 
 	if (!o || !e) {
 		json_object_put(o);
@@ -249,7 +248,8 @@ json_object *mcp_result_reply(json_object *id, json_object *result)
 	}
 	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
 	json_object_object_add(o, "id", id_ref(id));
-	json_object_object_add(o, "result", result ? result : json_object_new_object());
+	json_object_object_add(o, "result",
+			       result ? result : json_object_new_object());
 	return o;
 }
 
@@ -274,8 +274,10 @@ int mcp_id_equal(json_object *a, json_object *b)
 		return 0;
 	if (json_object_is_type(a, json_type_string) &&
 	    json_object_is_type(b, json_type_string))
-		return strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
-	if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int))
+		return strcmp(json_object_get_string(a),
+			      json_object_get_string(b)) == 0;
+	if (json_object_is_type(a, json_type_int) &&
+	    json_object_is_type(b, json_type_int))
 		return json_object_get_int64(a) == json_object_get_int64(b);
 	return 0;
 }
@@ -285,7 +287,8 @@ const char *mcp_to_wire(json_object *obj, size_t *len, char **owned)
 	/* PLAIN escapes control characters inside strings, so the line
 	 * never holds a raw newline, as the stdio transport requires. */
 	const char *s = json_object_to_json_string_length(
-		obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, len);
+		obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+		len);
 
 	*owned = NULL;
 	if (!s || hutch__utf8_valid_len(s, *len) == *len)
@@ -336,7 +339,8 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	memset(msg, 0, sizeof(*msg));
 	*reply = NULL;
 	if (len >= (size_t)INT32_MAX)
-		return fail(reply, NULL, MCP_INVALID_REQUEST, "message too large");
+		return fail(reply, NULL, MCP_INVALID_REQUEST,
+			    "message too large");
 	/* JSON is UTF-8: a line that is not is refused whole, so no bad byte
 	 * reaches a message or an error text quoting it.  (json-c's own check
 	 * lets overlong forms and surrogates through.) */
@@ -353,7 +357,8 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 		copy = malloc(len + 1);
 		if (!copy) {
 			json_tokener_free(tok);
-			return fail(reply, NULL, MCP_INTERNAL_ERROR, "out of memory");
+			return fail(reply, NULL, MCP_INTERNAL_ERROR,
+				    "out of memory");
 		}
 		memcpy(copy, line, len);
 		copy[len] = '\0';
@@ -380,19 +385,22 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	if (!root) {
 		if (jerr == json_tokener_success) {
 			/* "null" parses to NULL with no error. */
-			return fail(reply, NULL, MCP_INVALID_REQUEST,
-				    "invalid request: expected a JSON-RPC 2.0 object");
+			return fail(
+				reply, NULL, MCP_INVALID_REQUEST,
+				"invalid request: expected a JSON-RPC 2.0 object");
 		}
-		snprintf(m, sizeof(m), "parse error: %s", json_tokener_error_desc(jerr));
+		snprintf(m, sizeof(m), "parse error: %s",
+			 json_tokener_error_desc(jerr));
 		return fail(reply, NULL, MCP_PARSE_ERROR, m);
 	}
 	if (json_object_is_type(root, json_type_array)) {
 		json_object_put(root);
 		/* Batches left MCP with 2025-06-18; hutch answers them with
 		 * one error rather than half-supporting them. */
-		return fail(reply, NULL, MCP_INVALID_REQUEST,
-			    "invalid request: JSON-RPC batches are not supported; "
-			    "send one message per line");
+		return fail(
+			reply, NULL, MCP_INVALID_REQUEST,
+			"invalid request: JSON-RPC batches are not supported; "
+			"send one message per line");
 	}
 	if (!json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
@@ -411,9 +419,10 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	if (!json_object_object_get_ex(root, "jsonrpc", &v) ||
 	    !json_object_is_type(v, json_type_string) ||
 	    strcmp(json_object_get_string(v), "2.0") != 0) {
-		int r = has_id ? fail(reply, id, MCP_INVALID_REQUEST,
-				      "invalid request: \"jsonrpc\" must be \"2.0\"")
-			       : -1;
+		int r = has_id ?
+				fail(reply, id, MCP_INVALID_REQUEST,
+				     "invalid request: \"jsonrpc\" must be \"2.0\"") :
+				-1;
 
 		json_object_put(root);
 		return r;
@@ -421,8 +430,9 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 
 	if (!json_object_object_get_ex(root, "method", &v)) {
 		/* A response to a request of ours, or nonsense. */
-		if (has_id && (json_object_object_get_ex(root, "result", NULL) ||
-			       json_object_object_get_ex(root, "error", NULL))) {
+		if (has_id &&
+		    (json_object_object_get_ex(root, "result", NULL) ||
+		     json_object_object_get_ex(root, "error", NULL))) {
 			msg->kind = MCP_MSG_RESPONSE;
 			msg->root = root;
 			msg->id = id;
@@ -434,9 +444,10 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 		return -1;
 	}
 	if (!json_object_is_type(v, json_type_string)) {
-		int r = has_id ? fail(reply, id, MCP_INVALID_REQUEST,
-				      "invalid request: \"method\" must be a string")
-			       : -1;
+		int r = has_id ?
+				fail(reply, id, MCP_INVALID_REQUEST,
+				     "invalid request: \"method\" must be a string") :
+				-1;
 
 		json_object_put(root);
 		return r;
@@ -447,9 +458,10 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 	if (json_object_object_get_ex(root, "params", &v) &&
 	    !json_object_is_type(v, json_type_null)) {
 		if (!json_object_is_type(v, json_type_object)) {
-			int r = has_id ? fail(reply, id, MCP_INVALID_PARAMS,
-					      "invalid params: \"params\" must be an object")
-				       : -1;
+			int r = has_id ?
+					fail(reply, id, MCP_INVALID_PARAMS,
+					     "invalid params: \"params\" must be an object") :
+					-1;
 
 			json_object_put(root);
 			memset(msg, 0, sizeof(*msg));
@@ -539,12 +551,13 @@ static int bad(char *msg, size_t msgsz, const char *where, const char *what)
 
 static double num(json_object *v)
 {
-	return json_object_is_type(v, json_type_int) ? (double)json_object_get_int64(v)
-						      : json_object_get_double(v);
+	return json_object_is_type(v, json_type_int) ?
+		       (double)json_object_get_int64(v) :
+		       json_object_get_double(v);
 }
 
-static int check_type(json_object *schema, json_object *value, const char *where,
-		      char *msg, size_t msgsz)
+static int check_type(json_object *schema, json_object *value,
+		      const char *where, char *msg, size_t msgsz)
 {
 	json_object *t;
 	char what[200];
@@ -562,15 +575,18 @@ static int check_type(json_object *schema, json_object *value, const char *where
 		size_t n = json_object_array_length(t), off;
 
 		for (size_t i = 0; i < n; i++)
-			if (type_matches(json_object_get_string(json_object_array_get_idx(t, i)),
-					 value))
+			if (type_matches(
+				    json_object_get_string(
+					    json_object_array_get_idx(t, i)),
+				    value))
 				return 0;
 		off = (size_t)snprintf(what, sizeof(what), "must be");
 		for (size_t i = 0; i < n && off < sizeof(what); i++)
-			off += (size_t)snprintf(what + off, sizeof(what) - off, "%s%s",
-						i == 0 ? " " : " or ",
-						type_phrase(json_object_get_string(
-							json_object_array_get_idx(t, i))));
+			off += (size_t)snprintf(
+				what + off, sizeof(what) - off, "%s%s",
+				i == 0 ? " " : " or ",
+				type_phrase(json_object_get_string(
+					json_object_array_get_idx(t, i))));
 		return bad(msg, msgsz, where, what);
 	}
 	return 0;
@@ -590,8 +606,8 @@ int mcp_schema_check(json_object *schema, json_object *value, const char *where,
 		size_t n = json_object_array_length(k), off;
 
 		for (size_t i = 0; i < n; i++)
-			if (mcp_schema_check(json_object_array_get_idx(k, i), value, where,
-					     msg, msgsz) == 0)
+			if (mcp_schema_check(json_object_array_get_idx(k, i),
+					     value, where, msg, msgsz) == 0)
 				goto any_ok;
 		/* A branch of the value's own type knows best what is
 		 * wrong with it ("'command' must not be empty"). */
@@ -601,18 +617,21 @@ int mcp_schema_check(json_object *schema, json_object *value, const char *where,
 			if (json_object_object_get_ex(br, "type", &t) &&
 			    json_object_is_type(t, json_type_string) &&
 			    type_matches(json_object_get_string(t), value))
-				return mcp_schema_check(br, value, where, msg, msgsz);
+				return mcp_schema_check(br, value, where, msg,
+							msgsz);
 		}
 		/* Else: name the types there are. */
 		off = (size_t)snprintf(what, sizeof(what), "must be");
 		for (size_t i = 0; i < n && off < sizeof(what); i++) {
 			json_object *t = NULL;
 
-			json_object_object_get_ex(json_object_array_get_idx(k, i), "type", &t);
-			off += (size_t)snprintf(what + off, sizeof(what) - off, "%s%s",
-						i == 0 ? " " : " or ",
-						t ? type_phrase(json_object_get_string(t))
-						  : "something else");
+			json_object_object_get_ex(
+				json_object_array_get_idx(k, i), "type", &t);
+			off += (size_t)snprintf(
+				what + off, sizeof(what) - off, "%s%s",
+				i == 0 ? " " : " or ",
+				t ? type_phrase(json_object_get_string(t)) :
+				    "something else");
 		}
 		return bad(msg, msgsz, where, what);
 	}
@@ -628,11 +647,13 @@ any_ok:
 		for (size_t i = 0; i < n && !found; i++) {
 			json_object *e = json_object_array_get_idx(k, i);
 
-			found = json_object_get_type(e) == json_object_get_type(value) &&
+			found = json_object_get_type(e) ==
+					json_object_get_type(value) &&
 				json_object_equal(e, value);
 		}
 		if (!found) {
-			off = (size_t)snprintf(what, sizeof(what), "must be one of");
+			off = (size_t)snprintf(what, sizeof(what),
+					       "must be one of");
 			for (size_t i = 0; i < n && off < sizeof(what); i++)
 				off += (size_t)snprintf(
 					what + off, sizeof(what) - off, "%s%s",
@@ -649,7 +670,8 @@ any_ok:
 	case json_type_double: {
 		double d = num(value);
 
-		if (json_object_object_get_ex(schema, "minimum", &k) && d < num(k)) {
+		if (json_object_object_get_ex(schema, "minimum", &k) &&
+		    d < num(k)) {
 			snprintf(what, sizeof(what), "must be at least %s",
 				 json_object_to_json_string(k));
 			return bad(msg, msgsz, where, what);
@@ -660,7 +682,8 @@ any_ok:
 				 json_object_to_json_string(k));
 			return bad(msg, msgsz, where, what);
 		}
-		if (json_object_object_get_ex(schema, "maximum", &k) && d > num(k)) {
+		if (json_object_object_get_ex(schema, "maximum", &k) &&
+		    d > num(k)) {
 			snprintf(what, sizeof(what), "must be at most %s",
 				 json_object_to_json_string(k));
 			return bad(msg, msgsz, where, what);
@@ -673,11 +696,13 @@ any_ok:
 		if (json_object_object_get_ex(schema, "minLength", &k) &&
 		    len < (size_t)json_object_get_int64(k))
 			return bad(msg, msgsz, where,
-				   json_object_get_int64(k) == 1 ? "must not be empty"
-								: "is too short");
+				   json_object_get_int64(k) == 1 ?
+					   "must not be empty" :
+					   "is too short");
 		if (json_object_object_get_ex(schema, "maxLength", &k) &&
 		    len > (size_t)json_object_get_int64(k)) {
-			snprintf(what, sizeof(what), "is longer than %lld characters",
+			snprintf(what, sizeof(what),
+				 "is longer than %lld characters",
 				 (long long)json_object_get_int64(k));
 			return bad(msg, msgsz, where, what);
 		}
@@ -690,8 +715,9 @@ any_ok:
 		if (json_object_object_get_ex(schema, "minItems", &k) &&
 		    n < (size_t)json_object_get_int64(k))
 			return bad(msg, msgsz, where,
-				   json_object_get_int64(k) == 1 ? "must not be empty"
-								: "has too few items");
+				   json_object_get_int64(k) == 1 ?
+					   "must not be empty" :
+					   "has too few items");
 		if (json_object_object_get_ex(schema, "maxItems", &k) &&
 		    n > (size_t)json_object_get_int64(k)) {
 			snprintf(what, sizeof(what), "has more than %lld items",
@@ -702,28 +728,37 @@ any_ok:
 		for (size_t i = 0; items && i < n; i++) {
 			char sub[160];
 
-			snprintf(sub, sizeof(sub), "%s[%zu]", where ? where : "", i);
-			if (mcp_schema_check(items, json_object_array_get_idx(value, i), sub,
-					     msg, msgsz) < 0)
+			snprintf(sub, sizeof(sub), "%s[%zu]",
+				 where ? where : "", i);
+			if (mcp_schema_check(
+				    items, json_object_array_get_idx(value, i),
+				    sub, msg, msgsz) < 0)
 				return -1;
 		}
 		break;
 	}
 	case json_type_object: {
 		json_object_object_get_ex(schema, "properties", &props);
-		json_object_object_get_ex(schema, "additionalProperties", &addl);
+		json_object_object_get_ex(schema, "additionalProperties",
+					  &addl);
 		if (json_object_object_get_ex(schema, "required", &k) &&
 		    json_object_is_type(k, json_type_array)) {
-			for (size_t i = 0; i < json_object_array_length(k); i++) {
+			for (size_t i = 0; i < json_object_array_length(k);
+			     i++) {
 				const char *req = json_object_get_string(
 					json_object_array_get_idx(k, i));
 
-				if (!json_object_object_get_ex(value, req, NULL)) {
+				if (!json_object_object_get_ex(value, req,
+							       NULL)) {
 					if (!where || !*where)
-						snprintf(msg, msgsz,
-							 "missing required argument '%s'", req);
+						snprintf(
+							msg, msgsz,
+							"missing required argument '%s'",
+							req);
 					else
-						snprintf(msg, msgsz, "'%s' lacks '%s'", where, req);
+						snprintf(msg, msgsz,
+							 "'%s' lacks '%s'",
+							 where, req);
 					return -1;
 				}
 			}
@@ -735,35 +770,46 @@ any_ok:
 
 			snprintf(sub, sizeof(sub), "%s%s%s", where ? where : "",
 				 where && *where ? "." : "", key);
-			if (props && json_object_object_get_ex(props, key, &ps)) {
-				if (mcp_schema_check(ps, child, sub, msg, msgsz) < 0)
+			if (props &&
+			    json_object_object_get_ex(props, key, &ps)) {
+				if (mcp_schema_check(ps, child, sub, msg,
+						     msgsz) < 0)
 					return -1;
-			} else if (addl && json_object_is_type(addl, json_type_boolean) &&
+			} else if (addl &&
+				   json_object_is_type(addl,
+						       json_type_boolean) &&
 				   !json_object_get_boolean(addl)) {
 				size_t off;
 
 				/* Name the arguments there are, so a model
 				 * that guessed a name can fix it. */
-				off = (size_t)snprintf(msg, msgsz, "unknown argument '%s'", sub);
+				off = (size_t)snprintf(msg, msgsz,
+						       "unknown argument '%s'",
+						       sub);
 				if (props && off < msgsz) {
 					int first = 1;
 
-					off += (size_t)snprintf(msg + off, msgsz - off,
-								"; the arguments are");
-					json_object_object_foreach(props, pk, pv)
+					off += (size_t)snprintf(
+						msg + off, msgsz - off,
+						"; the arguments are");
+					json_object_object_foreach(props, pk,
+								   pv)
 					{
 						(void)pv;
 						if (off >= msgsz)
 							break;
-						off += (size_t)snprintf(msg + off, msgsz - off,
-									"%s%s", first ? " " : ", ",
-									pk);
+						off += (size_t)snprintf(
+							msg + off, msgsz - off,
+							"%s%s",
+							first ? " " : ", ", pk);
 						first = 0;
 					}
 				}
 				return -1;
-			} else if (addl && json_object_is_type(addl, json_type_object)) {
-				if (mcp_schema_check(addl, child, sub, msg, msgsz) < 0)
+			} else if (addl && json_object_is_type(
+						   addl, json_type_object)) {
+				if (mcp_schema_check(addl, child, sub, msg,
+						     msgsz) < 0)
 					return -1;
 			}
 		}

@@ -53,8 +53,8 @@ const char *mcp_negotiate_version(const char *requested);
 
 /* What a negotiated revision allows.  Each takes a string from
  * mcp_protocol_versions. */
-int mcp_version_has_structured(const char *version);   /* 2025-06-18+ */
-int mcp_version_has_annotations(const char *version);  /* 2025-03-26+ */
+int mcp_version_has_structured(const char *version);  /* 2025-06-18+ */
+int mcp_version_has_annotations(const char *version); /* 2025-03-26+ */
 /* SEP-1303 (2025-11-25+): arguments that fail the input schema are a tool
  * error the model sees, not a JSON-RPC error only the client sees. */
 int mcp_version_args_as_tool_error(const char *version);
@@ -66,9 +66,9 @@ typedef struct mcp_reader mcp_reader;
 enum {
 	MCP_READ_EOF = 0,
 	MCP_READ_LINE = 1,
-	MCP_READ_TOOBIG = 2,  /* a line longer than the cap was drained */
-	MCP_READ_WOKEN = 3,   /* the wake fd became readable */
-	MCP_READ_ERROR = -1,  /* errno is set */
+	MCP_READ_TOOBIG = 2, /* a line longer than the cap was drained */
+	MCP_READ_WOKEN = 3,  /* the wake fd became readable */
+	MCP_READ_ERROR = -1, /* errno is set */
 };
 
 /* Read newline-delimited messages from `fd`, at most `max` bytes each.
@@ -87,15 +87,15 @@ int mcp_reader_next(mcp_reader *r, const char **line, size_t *len);
 typedef enum {
 	MCP_MSG_REQUEST,
 	MCP_MSG_NOTIFICATION,
-	MCP_MSG_RESPONSE,  /* a reply to a request of ours: we send none */
+	MCP_MSG_RESPONSE, /* a reply to a request of ours: we send none */
 } mcp_msg_kind;
 
 typedef struct {
 	mcp_msg_kind kind;
-	json_object *root;     /* owned: release with mcp_message_clear() */
-	json_object *id;       /* borrowed from root; NULL for notifications */
-	const char *method;    /* borrowed; NULL for responses */
-	json_object *params;   /* borrowed; NULL or a JSON object */
+	json_object *root;   /* owned: release with mcp_message_clear() */
+	json_object *id;     /* borrowed from root; NULL for notifications */
+	const char *method;  /* borrowed; NULL for responses */
+	json_object *params; /* borrowed; NULL or a JSON object */
 } mcp_message;
 
 /*
@@ -138,8 +138,8 @@ const char *mcp_to_wire(json_object *obj, size_t *len, char **owned);
  * argument, e.g. "'timeout' must be a number".  `where` names the value
  * ("" at the top).
  */
-int mcp_schema_check(json_object *schema, json_object *value,
-		     const char *where, char *msg, size_t msgsz);
+int mcp_schema_check(json_object *schema, json_object *value, const char *where,
+		     char *msg, size_t msgsz);
 
 /* --- tools ----------------------------------------------------------------- */
 
@@ -152,13 +152,13 @@ struct mcp_call_ctx {
 	 * failure the error belongs to the caller. */
 	int (*engine)(hutch_engine **out, void *server, hutch_error **err);
 	void *server;
-	const char *session;                 /* session name */
-	const hutch_session_options *sopts;  /* for its first creation */
-	hutch_cancel *cancel;                /* raised to stop the call */
+	const char *session;		    /* session name */
+	const hutch_session_options *sopts; /* for its first creation */
+	hutch_cancel *cancel;		    /* raised to stop the call */
 	/* Live output of exec, for progress messages; may be NULL. */
 	void (*output)(void *payload, const char *data, size_t len);
 	void *payload;
-	int structured;                      /* add structuredContent */
+	int structured; /* add structuredContent */
 };
 
 /* Every tool, in the order tools/list gives them. */
@@ -166,7 +166,7 @@ size_t mcp_tool_count(void);
 const mcp_tool *mcp_tool_at(size_t i);
 const mcp_tool *mcp_tool_find(const char *name);
 const char *mcp_tool_name(const mcp_tool *t);
-json_object *mcp_tool_input_schema(const mcp_tool *t);  /* borrowed */
+json_object *mcp_tool_input_schema(const mcp_tool *t); /* borrowed */
 
 /* Parse the schemas (string constants), once per process; later calls
  * return the first one's result.  0 or -1. */
@@ -191,15 +191,15 @@ json_object *mcp_tool_call(const mcp_tool *t, json_object *args,
 
 typedef struct {
 	const char *const *engine_urls; /* nengines URLs (hutch_fleet_open) */
-	size_t nengines;          /* 0: HUTCH_ENGINES or discovery, as the CLI */
-	const char *session;      /* session name (required) */
-	int session_given;        /* --session was given (for --rm) */
+	size_t nengines;     /* 0: HUTCH_ENGINES or discovery, as the CLI */
+	const char *session; /* session name (required) */
+	int session_given;   /* --session was given (for --rm) */
 	hutch_session_options sopts;
-	int remove_on_exit;       /* --rm */
-	size_t max_message;       /* 0: MCP_DEFAULT_MAX_MESSAGE */
-	unsigned max_calls;       /* 0: MCP_DEFAULT_MAX_CALLS */
-	unsigned progress_ms;     /* 0: MCP_DEFAULT_PROGRESS_MS */
-	int wake_fd;              /* -1, or a fd whose readability means stop */
+	int remove_on_exit;   /* --rm */
+	size_t max_message;   /* 0: MCP_DEFAULT_MAX_MESSAGE */
+	unsigned max_calls;   /* 0: MCP_DEFAULT_MAX_CALLS */
+	unsigned progress_ms; /* 0: MCP_DEFAULT_PROGRESS_MS */
+	int wake_fd;	      /* -1, or a fd whose readability means stop */
 } mcp_config;
 
 /*

@@ -28,18 +28,18 @@
 struct call {
 	struct server *srv;
 	struct call *next;
-	json_object *id;          /* the request's id (own reference) */
-	json_object *args;        /* own reference */
-	json_object *token;       /* progressToken, or NULL */
+	json_object *id;    /* the request's id (own reference) */
+	json_object *args;  /* own reference */
+	json_object *token; /* progressToken, or NULL */
 	const mcp_tool *tool;
 	hutch_cancel *cancel;
-	int cancelled;            /* by notifications/cancelled: no reply */
+	int cancelled; /* by notifications/cancelled: no reply */
 	uint64_t started_ms;
-	uint64_t ticks;           /* progress notifications sent */
+	uint64_t ticks; /* progress notifications sent */
 	uint64_t out_bytes;
 	char last[LAST_LINE_MAX]; /* the last line of output, for progress */
 	size_t last_len;
-	int last_done;            /* `last` holds a whole line */
+	int last_done; /* `last` holds a whole line */
 };
 
 struct server {
@@ -48,13 +48,13 @@ struct server {
 	pthread_mutex_t out_lock;
 	int out_broken;
 
-	pthread_mutex_t lock;     /* everything below */
-	pthread_cond_t cond;      /* a call ended; stopping */
+	pthread_mutex_t lock; /* everything below */
+	pthread_cond_t cond;  /* a call ended; stopping */
 	struct call *calls;
 	unsigned ncalls;
 	int stopping;
-	const char *version;      /* negotiated revision */
-	hutch_engine *engine;     /* opened by the first tool call */
+	const char *version;  /* negotiated revision */
+	hutch_engine *engine; /* opened by the first tool call */
 	int engine_used;
 };
 
@@ -124,7 +124,8 @@ static void send_msg(struct server *srv, json_object *msg)
 	json_object_put(msg);
 }
 
-static void send_error(struct server *srv, json_object *id, int code, const char *m)
+static void send_error(struct server *srv, json_object *id, int code,
+		       const char *m)
 {
 	send_msg(srv, mcp_error_reply(id, code, m));
 }
@@ -133,8 +134,8 @@ static void send_error(struct server *srv, json_object *id, int code, const char
 
 /* The engine the session lives on (with several engines, the one it is
  * found on, or with `flags` HUTCH_FLEET_CREATE placed on). */
-static int open_engine(const mcp_config *cfg, int flags,
-		       hutch_engine **out, hutch_error **err)
+static int open_engine(const mcp_config *cfg, int flags, hutch_engine **out,
+		       hutch_error **err)
 {
 	hutch_fleet *fleet;
 	hutch_engine *e = NULL;
@@ -145,7 +146,8 @@ static int open_engine(const mcp_config *cfg, int flags,
 	if (hutch_fleet_size(fleet) == 1)
 		e = hutch_fleet_engine(fleet, 0);
 	else
-		rc = hutch_fleet_locate(fleet, cfg->session, flags, &e, NULL, err);
+		rc = hutch_fleet_locate(fleet, cfg->session, flags, &e, NULL,
+					err);
 	if (rc == 0)
 		*out = hutch_fleet_detach(fleet, e);
 	hutch_fleet_free(fleet);
@@ -162,7 +164,8 @@ static int get_engine(hutch_engine **out, void *p, hutch_error **err)
 	 * the first request is the tool's own.  With several, the first
 	 * call finds or places the session; the others wait for it. */
 	if (!srv->engine)
-		rc = open_engine(&srv->cfg, HUTCH_FLEET_CREATE, &srv->engine, err);
+		rc = open_engine(&srv->cfg, HUTCH_FLEET_CREATE, &srv->engine,
+				 err);
 	if (rc == 0) {
 		srv->engine_used = 1;
 		*out = srv->engine;
@@ -197,7 +200,8 @@ static void on_output(void *p, const char *data, size_t len)
 		/* Plain ASCII only: the line is cut at a byte count, and a
 		 * cut multi-byte character would not be valid UTF-8. */
 		if (c->last_len < sizeof(c->last) - 1)
-			c->last[c->last_len++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+			c->last[c->last_len++] =
+				ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
 	}
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -213,27 +217,31 @@ static void send_progress(struct server *srv, struct call *c, uint64_t now)
 	if (!p)
 		return;
 	c->ticks++;
-	n = snprintf(msg, sizeof(msg), "%s running for %llu s", mcp_tool_name(c->tool),
-		     (unsigned long long)secs);
+	n = snprintf(msg, sizeof(msg), "%s running for %llu s",
+		     mcp_tool_name(c->tool), (unsigned long long)secs);
 	if (c->out_bytes)
-		n += snprintf(msg + n, sizeof(msg) - (size_t)n, ", %llu bytes of output",
+		n += snprintf(msg + n, sizeof(msg) - (size_t)n,
+			      ", %llu bytes of output",
 			      (unsigned long long)c->out_bytes);
 	if (c->last_len)
-		snprintf(msg + n, sizeof(msg) - (size_t)n, "; last: %.*s", (int)c->last_len,
-			 c->last);
+		snprintf(msg + n, sizeof(msg) - (size_t)n, "; last: %.*s",
+			 (int)c->last_len, c->last);
 	json_object_object_add(p, "progressToken", json_object_get(c->token));
 	/* Must grow with every notification: the count of them does. */
-	json_object_object_add(p, "progress", json_object_new_int64((int64_t)c->ticks));
+	json_object_object_add(p, "progress",
+			       json_object_new_int64((int64_t)c->ticks));
 	/* "message" came with 2025-03-26. */
 	if (mcp_version_has_annotations(srv->version))
-		json_object_object_add(p, "message", json_object_new_string(msg));
+		json_object_object_add(p, "message",
+				       json_object_new_string(msg));
 	send_msg(srv, mcp_notification("notifications/progress", p));
 }
 
 static void *ticker(void *p)
 {
 	struct server *srv = p;
-	unsigned every = srv->cfg.progress_ms ? srv->cfg.progress_ms : MCP_DEFAULT_PROGRESS_MS;
+	unsigned every = srv->cfg.progress_ms ? srv->cfg.progress_ms :
+						MCP_DEFAULT_PROGRESS_MS;
 
 	pthread_mutex_lock(&srv->lock);
 	while (!srv->stopping) {
@@ -253,7 +261,8 @@ static void *ticker(void *p)
 		now = now_ms();
 		for (struct call *c = srv->calls; c; c = c->next)
 			if (c->token && !c->cancelled &&
-			    now - c->started_ms >= (c->ticks + 1) * (uint64_t)every)
+			    now - c->started_ms >=
+				    (c->ticks + 1) * (uint64_t)every)
 				send_progress(srv, c, now);
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -324,7 +333,8 @@ static void *worker(void *p)
 	return NULL;
 }
 
-static void handle_call(struct server *srv, json_object *id, json_object *params)
+static void handle_call(struct server *srv, json_object *id,
+			json_object *params)
 {
 	json_object *name = NULL, *args = NULL, *meta = NULL, *token = NULL;
 	const mcp_tool *tool;
@@ -332,20 +342,23 @@ static void handle_call(struct server *srv, json_object *id, json_object *params
 	pthread_attr_t attr;
 	pthread_t th;
 	hutch_error *err = NULL;
-	unsigned max = srv->cfg.max_calls ? srv->cfg.max_calls : MCP_DEFAULT_MAX_CALLS;
+	unsigned max = srv->cfg.max_calls ? srv->cfg.max_calls :
+					    MCP_DEFAULT_MAX_CALLS;
 	char msg[1200];
 	const char *version;
 	int rc;
 
 	if (!params || !json_object_object_get_ex(params, "name", &name) ||
 	    !json_object_is_type(name, json_type_string)) {
-		send_error(srv, id, MCP_INVALID_PARAMS,
-			   "invalid params: tools/call needs \"name\", a string");
+		send_error(
+			srv, id, MCP_INVALID_PARAMS,
+			"invalid params: tools/call needs \"name\", a string");
 		return;
 	}
 	tool = mcp_tool_find(json_object_get_string(name));
 	if (!tool) {
-		snprintf(msg, sizeof(msg), "unknown tool '%.200s'; tools/list gives the tools",
+		snprintf(msg, sizeof(msg),
+			 "unknown tool '%.200s'; tools/list gives the tools",
 			 json_object_get_string(name));
 		send_error(srv, id, MCP_INVALID_PARAMS, msg);
 		return;
@@ -359,16 +372,18 @@ static void handle_call(struct server *srv, json_object *id, json_object *params
 	}
 	if (json_object_object_get_ex(params, "_meta", &meta)) {
 		if (!json_object_is_type(meta, json_type_object)) {
-			send_error(srv, id, MCP_INVALID_PARAMS,
-				   "invalid params: \"_meta\" must be an object");
+			send_error(
+				srv, id, MCP_INVALID_PARAMS,
+				"invalid params: \"_meta\" must be an object");
 			return;
 		}
 		if (json_object_object_get_ex(meta, "progressToken", &token) &&
 		    !json_object_is_type(token, json_type_string) &&
 		    !json_object_is_type(token, json_type_int)) {
-			send_error(srv, id, MCP_INVALID_PARAMS,
-				   "invalid params: \"progressToken\" must be a string or "
-				   "an integer");
+			send_error(
+				srv, id, MCP_INVALID_PARAMS,
+				"invalid params: \"progressToken\" must be a string or "
+				"an integer");
 			return;
 		}
 	}
@@ -390,7 +405,9 @@ static void handle_call(struct server *srv, json_object *id, json_object *params
 				 mcp_tool_name(tool), why);
 			json_object_put(empty);
 			if (mcp_version_args_as_tool_error(version))
-				send_msg(srv, mcp_result_reply(id, mcp_tool_error_result(msg)));
+				send_msg(srv, mcp_result_reply(
+						      id, mcp_tool_error_result(
+								  msg)));
 			else
 				send_error(srv, id, MCP_INVALID_PARAMS, msg);
 			return;
@@ -421,18 +438,20 @@ static void handle_call(struct server *srv, json_object *id, json_object *params
 		if (mcp_id_equal(o->id, id)) {
 			pthread_mutex_unlock(&srv->lock);
 			call_free(c);
-			send_error(srv, id, MCP_INVALID_REQUEST,
-				   "invalid request: a call with this id is still running");
+			send_error(
+				srv, id, MCP_INVALID_REQUEST,
+				"invalid request: a call with this id is still running");
 			return;
 		}
 	}
 	if (srv->ncalls >= max) {
 		pthread_mutex_unlock(&srv->lock);
 		call_free(c);
-		snprintf(msg, sizeof(msg),
-			 "%s: %u tool calls are already running, the most hutch runs at "
-			 "once; wait for one of them to finish and call again",
-			 mcp_tool_name(tool), max);
+		snprintf(
+			msg, sizeof(msg),
+			"%s: %u tool calls are already running, the most hutch runs at "
+			"once; wait for one of them to finish and call again",
+			mcp_tool_name(tool), max);
 		send_msg(srv, mcp_result_reply(id, mcp_tool_error_result(msg)));
 		return;
 	}
@@ -448,7 +467,8 @@ static void handle_call(struct server *srv, json_object *id, json_object *params
 		srv->ncalls--;
 		pthread_mutex_unlock(&srv->lock);
 		call_free(c);
-		snprintf(msg, sizeof(msg), "cannot start a thread for the call: %s",
+		snprintf(msg, sizeof(msg),
+			 "cannot start a thread for the call: %s",
 			 strerror(rc));
 		send_error(srv, id, MCP_INTERNAL_ERROR, msg);
 		return;
@@ -477,16 +497,19 @@ static void handle_cancelled(struct server *srv, json_object *params)
 
 /* --- other requests -------------------------------------------------------- */
 
-static void handle_initialize(struct server *srv, json_object *id, json_object *params)
+static void handle_initialize(struct server *srv, json_object *id,
+			      json_object *params)
 {
 	json_object *v = NULL, *res, *caps, *tools, *info;
 	const char *version;
 	char *instr = NULL;
 
-	if (!params || !json_object_object_get_ex(params, "protocolVersion", &v) ||
+	if (!params ||
+	    !json_object_object_get_ex(params, "protocolVersion", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
-		send_error(srv, id, MCP_INVALID_PARAMS,
-			   "invalid params: initialize needs \"protocolVersion\", a string");
+		send_error(
+			srv, id, MCP_INVALID_PARAMS,
+			"invalid params: initialize needs \"protocolVersion\", a string");
 		return;
 	}
 	version = mcp_negotiate_version(json_object_get_string(v));
@@ -506,25 +529,31 @@ static void handle_initialize(struct server *srv, json_object *id, json_object *
 		send_error(srv, id, MCP_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	json_object_object_add(res, "protocolVersion", json_object_new_string(version));
-	json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
+	json_object_object_add(res, "protocolVersion",
+			       json_object_new_string(version));
+	json_object_object_add(tools, "listChanged",
+			       json_object_new_boolean(0));
 	json_object_object_add(caps, "tools", tools);
 	json_object_object_add(res, "capabilities", caps);
 	json_object_object_add(info, "name", json_object_new_string("hutch"));
 	if (mcp_version_has_structured(version))
-		json_object_object_add(info, "title", json_object_new_string("hutch sandbox"));
-	json_object_object_add(info, "version", json_object_new_string(hutch_version()));
+		json_object_object_add(info, "title",
+				       json_object_new_string("hutch sandbox"));
+	json_object_object_add(info, "version",
+			       json_object_new_string(hutch_version()));
 	json_object_object_add(res, "serverInfo", info);
 	if (mcp_version_has_annotations(version) &&
-	    asprintf(&instr,
-		     "The tools work in one persistent sandbox, the hutch session '%s': "
-		     "a Linux container without network access. Its files live in "
-		     "/workspace and stay between calls; file tools take paths relative "
-		     "to /workspace. Use read_file, edit_file, write_file, grep, find and "
-		     "list_dir for files and exec for everything else (building, "
-		     "running tests, installed tools).",
-		     srv->cfg.session) >= 0) {
-		json_object_object_add(res, "instructions", json_object_new_string(instr));
+	    asprintf(
+		    &instr,
+		    "The tools work in one persistent sandbox, the hutch session '%s': "
+		    "a Linux container without network access. Its files live in "
+		    "/workspace and stay between calls; file tools take paths relative "
+		    "to /workspace. Use read_file, edit_file, write_file, grep, find and "
+		    "list_dir for files and exec for everything else (building, "
+		    "running tests, installed tools).",
+		    srv->cfg.session) >= 0) {
+		json_object_object_add(res, "instructions",
+				       json_object_new_string(instr));
 		free(instr);
 	}
 	send_msg(srv, mcp_result_reply(id, res));
@@ -546,7 +575,8 @@ static void dispatch(struct server *srv, mcp_message *m)
 	if (strcmp(m->method, "initialize") == 0) {
 		handle_initialize(srv, m->id, m->params);
 	} else if (strcmp(m->method, "ping") == 0) {
-		send_msg(srv, mcp_result_reply(m->id, json_object_new_object()));
+		send_msg(srv,
+			 mcp_result_reply(m->id, json_object_new_object()));
 	} else if (strcmp(m->method, "tools/list") == 0) {
 		const char *version;
 
@@ -558,7 +588,8 @@ static void dispatch(struct server *srv, mcp_message *m)
 		handle_call(srv, m->id, m->params);
 	} else {
 		snprintf(msg, sizeof(msg),
-			 "method not found: '%.200s' (hutch offers tools only)", m->method);
+			 "method not found: '%.200s' (hutch offers tools only)",
+			 m->method);
 		send_error(srv, m->id, MCP_METHOD_NOT_FOUND, msg);
 	}
 }
@@ -571,7 +602,8 @@ int mcp_serve(const mcp_config *cfg, int in_fd, int out_fd)
 	mcp_reader *rd = NULL;
 	pthread_t tick;
 	int tick_started = 0, rc = 0, r;
-	size_t max = cfg->max_message ? cfg->max_message : MCP_DEFAULT_MAX_MESSAGE;
+	size_t max = cfg->max_message ? cfg->max_message :
+					MCP_DEFAULT_MAX_MESSAGE;
 	char toobig[128];
 
 	memset(&srv, 0, sizeof(srv));
@@ -583,7 +615,8 @@ int mcp_serve(const mcp_config *cfg, int in_fd, int out_fd)
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.cond, NULL);
 
-	if (mcp_tools_init() < 0 || mcp_reader_new(&rd, in_fd, cfg->wake_fd, max) < 0) {
+	if (mcp_tools_init() < 0 ||
+	    mcp_reader_new(&rd, in_fd, cfg->wake_fd, max) < 0) {
 		logf_("cannot start: out of memory");
 		rc = -1;
 		goto out;
@@ -594,8 +627,10 @@ int mcp_serve(const mcp_config *cfg, int in_fd, int out_fd)
 		goto out;
 	}
 	tick_started = 1;
-	snprintf(toobig, sizeof(toobig),
-		 "invalid request: message larger than %zu bytes; it was dropped", max);
+	snprintf(
+		toobig, sizeof(toobig),
+		"invalid request: message larger than %zu bytes; it was dropped",
+		max);
 
 	for (;;) {
 		const char *line;

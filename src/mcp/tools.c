@@ -25,14 +25,14 @@
 #define EXEC_MAX_TIMEOUT_S 3600
 
 typedef json_object *(*tool_fn)(json_object *args, hutch_session *s,
-				 mcp_call_ctx *ctx);
+				mcp_call_ctx *ctx);
 
 struct mcp_tool {
 	const char *name;
 	const char *title;
 	const char *description;
-	const char *input_schema;    /* JSON text */
-	const char *output_schema;   /* JSON text */
+	const char *input_schema;  /* JSON text */
+	const char *output_schema; /* JSON text */
 	int read_only, destructive, idempotent;
 	tool_fn run;
 	json_object *input, *output; /* parsed by mcp_tools_init() */
@@ -40,9 +40,9 @@ struct mcp_tool {
 
 /* --- schemas --------------------------------------------------------------- */
 
-#define PATH_PROP(what)                                                        \
-	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"       \
-	"\"" what " Relative to /workspace (e.g. \\\"src/main.c\\\") or "     \
+#define PATH_PROP(what)                                                   \
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"  \
+	"\"" what " Relative to /workspace (e.g. \\\"src/main.c\\\") or " \
 	"absolute under /workspace.\"}"
 
 static const char exec_in[] =
@@ -78,13 +78,13 @@ static const char exec_out[] =
 	"\"required\":[\"session\",\"argv\",\"exit_code\",\"status\",\"stdout\","
 	"\"stderr\"]}";
 
-static const char read_in[] =
-	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to read.") ","
-	"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-	"\"First line to return, 1-based. Default 1.\"},"
-	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-	"\"Most lines to return. Default 2000.\"}},"
-	"\"required\":[\"path\"],\"additionalProperties\":false}";
+static const char read_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
+	"The file to read.") ","
+			     "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+			     "\"First line to return, 1-based. Default 1.\"},"
+			     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+			     "\"Most lines to return. Default 2000.\"}},"
+			     "\"required\":[\"path\"],\"additionalProperties\":false}";
 
 static const char read_out[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -94,11 +94,11 @@ static const char read_out[] =
 	"\"truncated\":{\"type\":\"boolean\"},\"next_offset\":{\"type\":\"integer\"}},"
 	"\"required\":[\"path\",\"content\",\"truncated\"]}";
 
-static const char write_in[] =
-	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to write.") ","
-	"\"content\":{\"type\":\"string\",\"description\":\"The whole new content "
-	"of the file.\"}},"
-	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
+static const char write_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
+	"The file to write.") ","
+			      "\"content\":{\"type\":\"string\",\"description\":\"The whole new content "
+			      "of the file.\"}},"
+			      "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
 
 static const char write_out[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -106,17 +106,17 @@ static const char write_out[] =
 	"\"created\":{\"type\":\"boolean\"},\"mode\":{\"type\":\"string\"}},"
 	"\"required\":[\"path\",\"bytes\",\"created\"]}";
 
-static const char edit_in[] =
-	"{\"type\":\"object\",\"properties\":{" PATH_PROP("The file to edit.") ","
-	"\"old_text\":{\"type\":\"string\",\"minLength\":1,\"description\":"
-	"\"The text to replace, copied exactly from the file (without line "
-	"numbers), with enough surrounding lines to occur only once.\"},"
-	"\"new_text\":{\"type\":\"string\",\"description\":\"The replacement "
-	"text.\"},"
-	"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every "
-	"occurrence instead of requiring exactly one. Default false.\"}},"
-	"\"required\":[\"path\",\"old_text\",\"new_text\"],"
-	"\"additionalProperties\":false}";
+static const char edit_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
+	"The file to edit.") ","
+			     "\"old_text\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+			     "\"The text to replace, copied exactly from the file (without line "
+			     "numbers), with enough surrounding lines to occur only once.\"},"
+			     "\"new_text\":{\"type\":\"string\",\"description\":\"The replacement "
+			     "text.\"},"
+			     "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every "
+			     "occurrence instead of requiring exactly one. Default false.\"}},"
+			     "\"required\":[\"path\",\"old_text\",\"new_text\"],"
+			     "\"additionalProperties\":false}";
 
 static const char edit_out[] =
 	"{\"type\":\"object\",\"properties\":{"
@@ -232,7 +232,8 @@ static char *text_close(text *t)
 
 static json_object *content_text(const char *s)
 {
-	json_object *arr = json_object_new_array(), *c = json_object_new_object();
+	json_object *arr = json_object_new_array(),
+		    *c = json_object_new_object();
 
 	if (!arr || !c) {
 		json_object_put(arr);
@@ -266,7 +267,8 @@ static json_object *make_result(char *text_s, json_object *structured,
 	else
 		json_object_put(structured);
 	if (is_error)
-		json_object_object_add(r, "isError", json_object_new_boolean(1));
+		json_object_object_add(r, "isError",
+				       json_object_new_boolean(1));
 	return r;
 }
 
@@ -275,7 +277,8 @@ json_object *mcp_tool_error_result(const char *msg)
 	return make_result(strdup(msg), NULL, 1, NULL);
 }
 
-static json_object *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *errorf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 static json_object *errorf(const char *fmt, ...)
 {
 	va_list ap;
@@ -328,7 +331,8 @@ static int arg_bool(json_object *args, const char *key)
 {
 	json_object *v;
 
-	return json_object_object_get_ex(args, key, &v) && json_object_get_boolean(v);
+	return json_object_object_get_ex(args, key, &v) &&
+	       json_object_get_boolean(v);
 }
 
 /* --- errors a model can act on ---------------------------------------------- */
@@ -337,66 +341,76 @@ static int arg_bool(json_object *args, const char *key)
  * what to do about it. */
 static json_object *tool_error(hutch_error *err, const char *path)
 {
-	const char *msg = hutch_error_message(err), *detail = hutch_error_detail(err);
+	const char *msg = hutch_error_message(err),
+		   *detail = hutch_error_detail(err);
 	const char *file = path ? path : "the file";
 	json_object *r;
 
 	switch (hutch_error_code(err)) {
 	case HUTCH_EESCAPE:
-		r = errorf("%s\nPaths must stay inside /workspace: give a path relative "
-			   "to /workspace (e.g. \"src/main.c\") or an absolute one under "
-			   "/workspace. '..' and symlinks that lead outside are refused. "
-			   "To look at files elsewhere in the container, use exec (e.g. "
-			   "cat).",
-			   msg);
+		r = errorf(
+			"%s\nPaths must stay inside /workspace: give a path relative "
+			"to /workspace (e.g. \"src/main.c\") or an absolute one under "
+			"/workspace. '..' and symlinks that lead outside are refused. "
+			"To look at files elsewhere in the container, use exec (e.g. "
+			"cat).",
+			msg);
 		break;
 	case HUTCH_ENOTFOUND:
-		r = errorf("%s\nCheck the path with list_dir or find; paths are "
-			   "relative to /workspace.",
-			   msg);
+		r = errorf(
+			"%s\nCheck the path with list_dir or find; paths are "
+			"relative to /workspace.",
+			msg);
 		break;
 	case HUTCH_ENOMATCH:
 		if (detail)
-			r = errorf("%s\nThe closest text in %s is (the line numbers on the "
-				   "left are not part of the file):\n%s\nCopy old_text "
-				   "exactly from the file, whitespace included, or read_file "
-				   "that region first, and try again.",
-				   msg, file, detail);
+			r = errorf(
+				"%s\nThe closest text in %s is (the line numbers on the "
+				"left are not part of the file):\n%s\nCopy old_text "
+				"exactly from the file, whitespace included, or read_file "
+				"that region first, and try again.",
+				msg, file, detail);
 		else
-			r = errorf("%s\nNothing in %s resembles old_text. read_file it to "
-				   "see its current content, then try again.",
-				   msg, file);
+			r = errorf(
+				"%s\nNothing in %s resembles old_text. read_file it to "
+				"see its current content, then try again.",
+				msg, file);
 		break;
 	case HUTCH_EAMBIGUOUS:
-		r = errorf("%s\nAdd surrounding lines to old_text so that it occurs "
-			   "exactly once, or set replace_all to true to change every "
-			   "occurrence.",
-			   msg);
+		r = errorf(
+			"%s\nAdd surrounding lines to old_text so that it occurs "
+			"exactly once, or set replace_all to true to change every "
+			"occurrence.",
+			msg);
 		break;
 	case HUTCH_ECONFLICT:
 		/* From a file tool: another writer of the file. */
 		if (path)
-			r = errorf("%s\nSomething else wrote %s at the same time and "
-				   "nothing was written; read_file it again and retry on "
-				   "what it holds now.",
-				   msg, file);
+			r = errorf(
+				"%s\nSomething else wrote %s at the same time and "
+				"nothing was written; read_file it again and retry on "
+				"what it holds now.",
+				msg, file);
 		else
 			r = errorf("%s", msg);
 		break;
 	case HUTCH_ETOOBIG:
-		r = errorf("%s\nWork on a smaller piece: read_file with offset and "
-			   "limit, or exec with tools such as head, sed or split.",
-			   msg);
+		r = errorf(
+			"%s\nWork on a smaller piece: read_file with offset and "
+			"limit, or exec with tools such as head, sed or split.",
+			msg);
 		break;
 	case HUTCH_ETIMEOUT:
-		r = errorf("%s\nThe call took too long; narrow it (a smaller path, a "
-			   "more specific pattern or include globs) and try again.",
-			   msg);
+		r = errorf(
+			"%s\nThe call took too long; narrow it (a smaller path, a "
+			"more specific pattern or include globs) and try again.",
+			msg);
 		break;
 	case HUTCH_EUNREACHABLE:
-		r = errorf("%s\nThe container engine that hutch uses is not reachable, "
-			   "so the sandbox cannot be used until it is back; tell the user.",
-			   msg);
+		r = errorf(
+			"%s\nThe container engine that hutch uses is not reachable, "
+			"so the sandbox cannot be used until it is back; tell the user.",
+			msg);
 		break;
 	case HUTCH_EINVALID:
 		r = errorf("%s\nFix the argument and try again.", msg);
@@ -441,7 +455,8 @@ static void put_stream(FILE *f, json_object *doc, const char *name)
 		fputc('\n', f);
 }
 
-static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_exec(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
 {
 	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
 	hutch_exec_result *res = NULL;
@@ -458,7 +473,8 @@ static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *
 	json_object_object_get_ex(args, "command", &cmd);
 	if (json_object_is_type(cmd, json_type_string)) {
 		if (has_nul(args, "command"))
-			return errorf("exec: 'command' contains a NUL character");
+			return errorf(
+				"exec: 'command' contains a NUL character");
 		argv = calloc(3, sizeof(*argv));
 		if (!argv)
 			return NULL;
@@ -475,8 +491,11 @@ static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *
 			json_object *a = json_object_array_get_idx(cmd, i);
 
 			argv[i] = json_object_get_string(a);
-			if (strlen(argv[i]) != (size_t)json_object_get_string_len(a)) {
-				r = errorf("exec: 'command[%zu]' contains a NUL character", i);
+			if (strlen(argv[i]) !=
+			    (size_t)json_object_get_string_len(a)) {
+				r = errorf(
+					"exec: 'command[%zu]' contains a NUL character",
+					i);
 				goto out;
 			}
 		}
@@ -512,7 +531,8 @@ static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *
 		r = tool_error(err, NULL);
 		goto out;
 	}
-	if (hutch_exec_result_to_json(&json, res, ctx->session, argv, argc, &err) < 0) {
+	if (hutch_exec_result_to_json(&json, res, ctx->session, argv, argc,
+				      &err) < 0) {
 		r = tool_error(err, NULL);
 		goto out;
 	}
@@ -522,25 +542,29 @@ static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *
 
 	switch (hutch_exec_result_status(res)) {
 	case HUTCH_EXEC_OK:
-		fprintf(t.f, "exit code %d\n", hutch_exec_result_exit_code(res));
+		fprintf(t.f, "exit code %d\n",
+			hutch_exec_result_exit_code(res));
 		break;
 	case HUTCH_EXEC_TIMEOUT:
-		fprintf(t.f, "timed out after %g s: the command and every process it "
-			     "started were killed. For long jobs, pass a larger timeout "
-			     "(at most %d s) or start the job in the background (e.g. "
-			     "'make >build.log 2>&1 &'; it keeps running after the call) "
-			     "and look at its log with later calls.\n",
+		fprintf(t.f,
+			"timed out after %g s: the command and every process it "
+			"started were killed. For long jobs, pass a larger timeout "
+			"(at most %d s) or start the job in the background (e.g. "
+			"'make >build.log 2>&1 &'; it keeps running after the call) "
+			"and look at its log with later calls.\n",
 			timeout, EXEC_MAX_TIMEOUT_S);
 		break;
 	case HUTCH_EXEC_SANDBOX_LOST:
-		fprintf(t.f, "the sandbox's container died while the command ran (out of "
-			     "memory, or stopped from outside); the command was not run "
-			     "again. The next call gets a new container; files in "
-			     "/workspace are kept, running processes are not.\n");
+		fprintf(t.f,
+			"the sandbox's container died while the command ran (out of "
+			"memory, or stopped from outside); the command was not run "
+			"again. The next call gets a new container; files in "
+			"/workspace are kept, running processes are not.\n");
 		break;
 	case HUTCH_EXEC_CANCELLED:
-		fprintf(t.f, "cancelled: the command and every process it started were "
-			     "killed.\n");
+		fprintf(t.f,
+			"cancelled: the command and every process it started were "
+			"killed.\n");
 		break;
 	}
 	put_stream(t.f, doc, "stdout");
@@ -550,13 +574,15 @@ static json_object *run_exec(json_object *args, hutch_session *s, mcp_call_ctx *
 		size_t sl, el;
 		uint64_t tot, om;
 
-		hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &so, &sl, &tot, &om);
-		hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &se, &el, &tot, &om);
+		hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &so, &sl,
+					 &tot, &om);
+		hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &se, &el,
+					 &tot, &om);
 		if (sl == 0 && el == 0)
 			fprintf(t.f, "(no output)\n");
 	}
-	r = make_result(text_close(&t), doc, hutch_exec_result_status(res) != HUTCH_EXEC_OK,
-			ctx);
+	r = make_result(text_close(&t), doc,
+			hutch_exec_result_status(res) != HUTCH_EXEC_OK, ctx);
 	doc = NULL;
 out:
 	json_object_put(doc);
@@ -572,16 +598,21 @@ out:
 static const char *type_word(hutch_fs_type t)
 {
 	switch (t) {
-	case HUTCH_FS_FILE: return "file";
-	case HUTCH_FS_DIR: return "dir";
-	case HUTCH_FS_SYMLINK: return "symlink";
-	default: return "other";
+	case HUTCH_FS_FILE:
+		return "file";
+	case HUTCH_FS_DIR:
+		return "dir";
+	case HUTCH_FS_SYMLINK:
+		return "symlink";
+	default:
+		return "other";
 	}
 }
 
 /* The shared tail of every file tool: the result as text and as the CLI's
  * --json object. */
-static json_object *fs_result(hutch_fs_result *res, char *text_s, mcp_call_ctx *ctx)
+static json_object *fs_result(hutch_fs_result *res, char *text_s,
+			      mcp_call_ctx *ctx)
 {
 	/* The result's JSON goes into the reply as it is: parsed into a
 	 * json-c tree, a find's 100,000 entries would cost ~1 KiB each, and
@@ -607,13 +638,15 @@ static int fs_options(hutch_fs_options *o, mcp_call_ctx *ctx)
 	return 0;
 }
 
-#define NUL_CHECK(tool, key)                                                   \
-	do {                                                                   \
-		if (has_nul(args, key))                                        \
-			return errorf(tool ": '" key "' contains a NUL character"); \
+#define NUL_CHECK(tool, key)                                              \
+	do {                                                              \
+		if (has_nul(args, key))                                   \
+			return errorf(tool ": '" key                      \
+					   "' contains a NUL character"); \
 	} while (0)
 
-static json_object *run_read(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_read(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -640,17 +673,23 @@ static json_object *run_read(json_object *args, hutch_session *s, mcp_call_ctx *
 	if (total == 0)
 		fprintf(t.f, "(%s is empty)\n", hutch_fs_result_path(res));
 	else if (lines == 0)
-		fprintf(t.f, "(no lines at offset %" PRIu64 ": %s has %" PRIu64 " lines)\n",
+		fprintf(t.f,
+			"(no lines at offset %" PRIu64 ": %s has %" PRIu64
+			" lines)\n",
 			off, hutch_fs_result_path(res), total);
 	else if (hutch_fs_result_truncated(res) && next)
-		fprintf(t.f, "%s[%s: lines %" PRIu64 "-%" PRIu64 " of %" PRIu64
-			     " shown; call read_file with offset %" PRIu64 " to read on]\n",
+		fprintf(t.f,
+			"%s[%s: lines %" PRIu64 "-%" PRIu64 " of %" PRIu64
+			" shown; call read_file with offset %" PRIu64
+			" to read on]\n",
 			len && content[len - 1] != '\n' ? "\n" : "",
-			hutch_fs_result_path(res), off, off + lines - 1, total, next);
+			hutch_fs_result_path(res), off, off + lines - 1, total,
+			next);
 	return fs_result(res, text_close(&t), ctx);
 }
 
-static json_object *run_write(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_write(json_object *args, hutch_session *s,
+			      mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -668,12 +707,14 @@ static json_object *run_write(json_object *args, hutch_session *s, mcp_call_ctx 
 		return tool_error(err, path);
 	hutch_fs_result_write(res, &bytes, &created);
 	if (asprintf(&msg, "wrote %" PRIu64 " bytes to %s%s", bytes,
-		     hutch_fs_result_path(res), created ? " (new file)" : "") < 0)
+		     hutch_fs_result_path(res),
+		     created ? " (new file)" : "") < 0)
 		msg = NULL;
 	return fs_result(res, msg, ctx);
 }
 
-static json_object *run_edit(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_edit(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -688,15 +729,17 @@ static json_object *run_edit(json_object *args, hutch_session *s, mcp_call_ctx *
 	new_t = arg_str(args, "new_text", &nlen);
 	fs_options(&o, ctx);
 	o.all = arg_bool(args, "replace_all");
-	if (hutch_fs_edit(&res, s, path, old_t, olen, new_t, nlen, &o, &err) < 0)
+	if (hutch_fs_edit(&res, s, path, old_t, olen, new_t, nlen, &o, &err) <
+	    0)
 		return tool_error(err, path);
 	hutch_fs_result_edit(res, &n, &match);
-	if (asprintf(&msg, "%s: %" PRIu64 " replacement%s (%s match)%s",
-		     hutch_fs_result_path(res), n, n == 1 ? "" : "s",
-		     match ? match : "?",
-		     match && strcmp(match, "indentation") == 0
-			     ? "; the new text was re-indented to the file's indentation"
-			     : "") < 0)
+	if (asprintf(
+		    &msg, "%s: %" PRIu64 " replacement%s (%s match)%s",
+		    hutch_fs_result_path(res), n, n == 1 ? "" : "s",
+		    match ? match : "?",
+		    match && strcmp(match, "indentation") == 0 ?
+			    "; the new text was re-indented to the file's indentation" :
+			    "") < 0)
 		msg = NULL;
 	return fs_result(res, msg, ctx);
 }
@@ -739,9 +782,10 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 			free(own[k]);
 	}
 	if (n == 0)
-		fprintf(t.f, "%s\n", tool == 'g'   ? "no matches"
-				     : tool == 'f' ? "nothing found"
-						   : "(empty directory)");
+		fprintf(t.f, "%s\n",
+			tool == 'g' ? "no matches" :
+			tool == 'f' ? "nothing found" :
+				      "(empty directory)");
 	if (hutch_fs_result_truncated(res))
 		fprintf(t.f, "[stopped after %zu %s; narrow the search%s]\n", n,
 			tool == 'g' ? "matches" : "entries",
@@ -749,7 +793,8 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 	return text_close(&t);
 }
 
-static json_object *run_grep(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_grep(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -775,9 +820,12 @@ static json_object *run_grep(json_object *args, hutch_session *s, mcp_call_ctx *
 			json_object *g = json_object_array_get_idx(iv, i);
 
 			inc[i] = json_object_get_string(g);
-			if (strlen(inc[i]) != (size_t)json_object_get_string_len(g)) {
+			if (strlen(inc[i]) !=
+			    (size_t)json_object_get_string_len(g)) {
 				free(inc);
-				return errorf("grep: 'include[%zu]' contains a NUL character", i);
+				return errorf(
+					"grep: 'include[%zu]' contains a NUL character",
+					i);
 			}
 		}
 		o.include = inc;
@@ -791,7 +839,8 @@ static json_object *run_grep(json_object *args, hutch_session *s, mcp_call_ctx *
 	return r;
 }
 
-static json_object *run_find(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_find(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -811,7 +860,8 @@ static json_object *run_find(json_object *args, hutch_session *s, mcp_call_ctx *
 	return fs_result(res, entries_text(res, 'f'), ctx);
 }
 
-static json_object *run_ls(json_object *args, hutch_session *s, mcp_call_ctx *ctx)
+static json_object *run_ls(json_object *args, hutch_session *s,
+			   mcp_call_ctx *ctx)
 {
 	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
 	hutch_fs_result *res = NULL;
@@ -920,7 +970,8 @@ static void init_tools(void)
 		tools[i].input = json_tokener_parse(tools[i].input_schema);
 		tools[i].output = json_tokener_parse(tools[i].output_schema);
 		if (!tools[i].input || !tools[i].output) {
-			fprintf(stderr, "hutch mcp: the schema of tool '%s' does not parse\n",
+			fprintf(stderr,
+				"hutch mcp: the schema of tool '%s' does not parse\n",
 				tools[i].name);
 			init_rc = -1;
 		}
@@ -937,7 +988,8 @@ int mcp_tools_init(void)
 
 json_object *mcp_tools_list(const char *version)
 {
-	json_object *res = json_object_new_object(), *arr = json_object_new_array();
+	json_object *res = json_object_new_object(),
+		    *arr = json_object_new_array();
 
 	if (!res || !arr) {
 		json_object_put(res);
@@ -950,34 +1002,44 @@ json_object *mcp_tools_list(const char *version)
 
 		if (!o)
 			break;
-		json_object_object_add(o, "name", json_object_new_string(t->name));
-		json_object_object_add(o, "description", json_object_new_string(t->description));
-		json_object_object_add(o, "inputSchema", json_object_get(t->input));
+		json_object_object_add(o, "name",
+				       json_object_new_string(t->name));
+		json_object_object_add(o, "description",
+				       json_object_new_string(t->description));
+		json_object_object_add(o, "inputSchema",
+				       json_object_get(t->input));
 		/* title and outputSchema came with 2025-06-18, annotations with
 		 * 2025-03-26: an older client gets the tool as it knew tools. */
 		if (mcp_version_has_structured(version)) {
-			json_object_object_add(o, "title", json_object_new_string(t->title));
-			json_object_object_add(o, "outputSchema", json_object_get(t->output));
+			json_object_object_add(
+				o, "title", json_object_new_string(t->title));
+			json_object_object_add(o, "outputSchema",
+					       json_object_get(t->output));
 		}
 		if (mcp_version_has_annotations(version)) {
 			json_object *a = json_object_new_object();
 
 			if (a) {
-				json_object_object_add(a, "title",
-						       json_object_new_string(t->title));
-				json_object_object_add(a, "readOnlyHint",
-						       json_object_new_boolean(t->read_only));
+				json_object_object_add(
+					a, "title",
+					json_object_new_string(t->title));
+				json_object_object_add(
+					a, "readOnlyHint",
+					json_object_new_boolean(t->read_only));
 				if (!t->read_only) {
 					json_object_object_add(
 						a, "destructiveHint",
-						json_object_new_boolean(t->destructive));
+						json_object_new_boolean(
+							t->destructive));
 					json_object_object_add(
 						a, "idempotentHint",
-						json_object_new_boolean(t->idempotent));
+						json_object_new_boolean(
+							t->idempotent));
 				}
 				/* The sandbox has no network. */
-				json_object_object_add(a, "openWorldHint",
-						       json_object_new_boolean(0));
+				json_object_object_add(
+					a, "openWorldHint",
+					json_object_new_boolean(0));
 				json_object_object_add(o, "annotations", a);
 			}
 		}
@@ -987,7 +1049,8 @@ json_object *mcp_tools_list(const char *version)
 	return res;
 }
 
-json_object *mcp_tool_call(const mcp_tool *t, json_object *args, mcp_call_ctx *ctx)
+json_object *mcp_tool_call(const mcp_tool *t, json_object *args,
+			   mcp_call_ctx *ctx)
 {
 	hutch_engine *engine = NULL;
 	hutch_session *s = NULL;

@@ -11,10 +11,13 @@
 
 typedef struct {
 	unsigned int acc; /* bits not yet output */
-	int bits;         /* how many */
+	int bits;	  /* how many */
 } hutch__b64;
 
-#define HUTCH__B64_INIT { 0, 0 }
+#define HUTCH__B64_INIT \
+	{               \
+		0, 0    \
+	}
 
 /* Feed one character: 1 with *byte set when it completes a byte, 0 when
  * it does not yet, -1 when it is not a base64 digit. */

@@ -33,7 +33,7 @@ static size_t class_len(const char *p, size_t n)
 
 	if (i < n && (p[i] == '!' || p[i] == '^'))
 		i++;
-	if (i < n && p[i] == ']')	/* a leading ']' is literal */
+	if (i < n && p[i] == ']') /* a leading ']' is literal */
 		i++;
 	while (i < n && p[i] != ']') {
 		if (p[i] == '\\')
@@ -43,10 +43,9 @@ static size_t class_len(const char *p, size_t n)
 	return i < n ? i + 1 : 0;
 }
 
-static bool class_match(const char *p, size_t len, unsigned char c,
-			bool icase)
+static bool class_match(const char *p, size_t len, unsigned char c, bool icase)
 {
-	size_t i = 1, end = len - 1;	/* between '[' and ']' */
+	size_t i = 1, end = len - 1; /* between '[' and ']' */
 	bool neg = false, hit = false;
 	unsigned char lo, hi, fc = fold(c, icase);
 
@@ -100,7 +99,7 @@ static bool one_match(const char *p, size_t pn, size_t *pi, unsigned char c,
 		break;
 	case '\\':
 		if (i + 1 < pn)
-			i++;	/* a trailing backslash is literal */
+			i++; /* a trailing backslash is literal */
 		break;
 	default:
 		break;

@@ -29,27 +29,28 @@
 	} while (0)
 
 #ifdef HUTCH_FUZZ_REPLAY
-#define FUZZ_TARGET(name)                                                      \
-	int hutch_fuzz_##name(const uint8_t *data, size_t size);               \
+#define FUZZ_TARGET(name)                                        \
+	int hutch_fuzz_##name(const uint8_t *data, size_t size); \
 	int hutch_fuzz_##name(const uint8_t *data, size_t size)
 /* Once before the first input; 0 or -1. */
-#define FUZZ_INIT(name)                                                        \
-	int hutch_fuzz_init_##name(void);                                      \
+#define FUZZ_INIT(name)                   \
+	int hutch_fuzz_init_##name(void); \
 	int hutch_fuzz_init_##name(void)
 #else
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-#define FUZZ_TARGET(name) int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-#define FUZZ_INIT(name)                                                        \
-	static int fuzz_init(void);                                            \
-	int LLVMFuzzerInitialize(int *argc, char ***argv)                      \
-	{                                                                      \
-		(void)argc;                                                    \
-		(void)argv;                                                    \
-		if (fuzz_init() < 0)                                           \
-			abort();                                               \
-		return 0;                                                      \
-	}                                                                      \
+#define FUZZ_TARGET(name) \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+#define FUZZ_INIT(name)                                   \
+	static int fuzz_init(void);                       \
+	int LLVMFuzzerInitialize(int *argc, char ***argv) \
+	{                                                 \
+		(void)argc;                               \
+		(void)argv;                               \
+		if (fuzz_init() < 0)                      \
+			abort();                          \
+		return 0;                                 \
+	}                                                 \
 	static int fuzz_init(void)
 #endif
 

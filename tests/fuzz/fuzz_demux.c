@@ -42,7 +42,8 @@ FUZZ_TARGET(demux)
 	while (at < size && ra == 0) {
 		size_t n = size - at < piece ? size - at : piece;
 
-		ra = hutch__demux_feed(&a, (const char *)data + at, n, on_frame, &sa);
+		ra = hutch__demux_feed(&a, (const char *)data + at, n, on_frame,
+				       &sa);
 		at += n;
 	}
 	hutch__demux_init(&b);
@@ -50,7 +51,9 @@ FUZZ_TARGET(demux)
 	FUZZ_CHECK(ra == rb);
 	FUZZ_CHECK(memcmp(sa.bytes, sb.bytes, sizeof(sa.bytes)) == 0);
 	FUZZ_CHECK(a.frames == b.frames);
-	FUZZ_CHECK(hutch__demux_at_boundary(&a) == hutch__demux_at_boundary(&b));
-	FUZZ_CHECK(sa.bytes[1] + sa.bytes[2] + sa.bytes[3] + 8 * a.frames <= size);
+	FUZZ_CHECK(hutch__demux_at_boundary(&a) ==
+		   hutch__demux_at_boundary(&b));
+	FUZZ_CHECK(sa.bytes[1] + sa.bytes[2] + sa.bytes[3] + 8 * a.frames <=
+		   size);
 	return 0;
 }

@@ -43,7 +43,8 @@ FUZZ_TARGET(editmatch)
 		if (res.match == EM_MATCH_EXACT) {
 			/* Exact: every match is OLD's bytes, replaced by NEW's
 			 * (line endings of NEW may grow to CRLF). */
-			FUZZ_CHECK(res.out_len + res.count * olen >= len + res.count * nlen);
+			FUZZ_CHECK(res.out_len + res.count * olen >=
+				   len + res.count * nlen);
 			if (!all)
 				FUZZ_CHECK(res.count == 1);
 		}
@@ -61,7 +62,8 @@ FUZZ_TARGET(editmatch)
 		FUZZ_CHECK(rc == EM_NOMEM);
 	}
 	if (rc == EM_INVALID)
-		FUZZ_CHECK(olen == 0 || (olen == nlen && memcmp(old, new_text, olen) == 0));
+		FUZZ_CHECK(olen == 0 ||
+			   (olen == nlen && memcmp(old, new_text, olen) == 0));
 	em_result_free(&res);
 	return 0;
 }

@@ -13,7 +13,9 @@
 
 FUZZ_TARGET(engine)
 {
-	static const long statuses[] = { 304, 400, 404, 409, 500, 503, 200, 418 };
+	static const long statuses[] = {
+		304, 400, 404, 409, 500, 503, 200, 418
+	};
 	hutch_error *err = NULL;
 	json_object *doc;
 	char *msg;
@@ -25,8 +27,8 @@ FUZZ_TARGET(engine)
 	json_object_put(doc);
 	msg = hutch__engine_error_message((const char *)data + 1, size - 1);
 	free(msg);
-	rc = hutch__engine_error(&err, statuses[data[0] % 8], (const char *)data + 1,
-				 size - 1, "fuzz");
+	rc = hutch__engine_error(&err, statuses[data[0] % 8],
+				 (const char *)data + 1, size - 1, "fuzz");
 	FUZZ_CHECK(rc < 0);
 	FUZZ_CHECK(err != NULL && hutch_error_code(err) == rc);
 	FUZZ_CHECK(strchr(hutch_error_message(err), '\n') == NULL);

@@ -47,13 +47,15 @@ static void one_line(const char *line, size_t len, json_object *schema)
 	}
 	FUZZ_CHECK(reply == NULL);
 	FUZZ_CHECK(msg.root != NULL);
-	if (msg.params && json_object_object_get_ex(msg.params, "arguments", &args)) {
+	if (msg.params &&
+	    json_object_object_get_ex(msg.params, "arguments", &args)) {
 		why[0] = '\0';
 		if (mcp_schema_check(schema, args, "", why, sizeof(why)) < 0)
 			FUZZ_CHECK(why[0] != '\0');
 	}
 	if (msg.id) {
-		json_object *r = mcp_error_reply(msg.id, MCP_INTERNAL_ERROR, "x");
+		json_object *r =
+			mcp_error_reply(msg.id, MCP_INTERNAL_ERROR, "x");
 
 		FUZZ_CHECK(mcp_id_equal(msg.id, msg.id));
 		json_object_put(r);

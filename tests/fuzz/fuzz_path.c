@@ -30,7 +30,8 @@ static void mk(const char *kind, const char *rel, const char *target)
 	if (kind[0] == 'd')
 		FUZZ_CHECK(mkdir(p, 0755) == 0);
 	else if (kind[0] == 'f')
-		FUZZ_CHECK(close(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)) == 0);
+		FUZZ_CHECK(close(open(p, O_WRONLY | O_CREAT | O_EXCL, 0644)) ==
+			   0);
 	else
 		FUZZ_CHECK(symlink(target, p) == 0);
 }
@@ -78,7 +79,8 @@ static void inside(int fd)
 	n = readlink(link, real, sizeof(real) - 1);
 	FUZZ_CHECK(n > 0);
 	real[n] = '\0';
-	FUZZ_CHECK(strncmp(real, rootpath, rl) == 0 && (real[rl] == '\0' || real[rl] == '/'));
+	FUZZ_CHECK(strncmp(real, rootpath, rl) == 0 &&
+		   (real[rl] == '\0' || real[rl] == '/'));
 }
 
 FUZZ_TARGET(path)
@@ -95,7 +97,8 @@ FUZZ_TARGET(path)
 	rc = fsp_resolve(&root, path, 0, &res);
 	if (rc == 0) {
 		FUZZ_CHECK(res.rel[0] != '/');
-		FUZZ_CHECK(strcmp(res.rel, "..") != 0 && strncmp(res.rel, "../", 3) != 0);
+		FUZZ_CHECK(strcmp(res.rel, "..") != 0 &&
+			   strncmp(res.rel, "../", 3) != 0);
 		inside(res.parent);
 		inside(res.fd);
 		fsp_res_close(&res);

@@ -72,7 +72,8 @@ FUZZ_TARGET(redact)
 	FUZZ_CHECK(whole != NULL);
 	for (size_t i = 0; i < n; i++)
 		if (marker_free(values[i], lens[i]))
-			FUZZ_CHECK(memmem(whole, whole_len, values[i], lens[i]) == NULL);
+			FUZZ_CHECK(memmem(whole, whole_len, values[i],
+					  lens[i]) == NULL);
 
 	/* Every masked run is at least 4 bytes and becomes 10. */
 	o.cap = size / 4 * 10 + size + 16;
@@ -81,8 +82,10 @@ FUZZ_TARGET(redact)
 	FUZZ_CHECK(o.data != NULL);
 	FUZZ_CHECK(hutch__redactor_init(&r, set) == 0);
 	for (size_t i = 0; i < size; i += piece)
-		FUZZ_CHECK(hutch__redact_feed(&r, text + i, size - i < piece ? size - i : piece,
-					      collect, &o) == 0);
+		FUZZ_CHECK(
+			hutch__redact_feed(&r, text + i,
+					   size - i < piece ? size - i : piece,
+					   collect, &o) == 0);
 	FUZZ_CHECK(hutch__redact_flush(&r, 0, collect, &o) == 0);
 	FUZZ_CHECK(o.len == whole_len && memcmp(o.data, whole, whole_len) == 0);
 	hutch__redactor_free(&r);

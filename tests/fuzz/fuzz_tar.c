@@ -27,7 +27,8 @@
 static const uint8_t *input;
 static size_t input_len, input_at;
 
-ssize_t hutch__pipe_read(struct hutch__pipe *p, void *buf, size_t len, int timeout_ms)
+ssize_t hutch__pipe_read(struct hutch__pipe *p, void *buf, size_t len,
+			 int timeout_ms)
 {
 	size_t n = input_len - input_at;
 
@@ -74,7 +75,8 @@ FUZZ_INIT(tar)
 	return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -109,13 +111,15 @@ static void check_base(void)
 	d = opendir(p);
 	FUZZ_CHECK(d != NULL);
 	while ((e = readdir(d)))
-		FUZZ_CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0);
+		FUZZ_CHECK(strcmp(e->d_name, ".") == 0 ||
+			   strcmp(e->d_name, "..") == 0);
 	closedir(d);
 	snprintf(p, sizeof(p), "%s/canary.txt", base);
-	FUZZ_CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 7 &&
-		   st.st_nlink == 1);
+	FUZZ_CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+		   st.st_size == 7 && st.st_nlink == 1);
 	fd = open(p, O_RDONLY);
-	FUZZ_CHECK(fd >= 0 && read(fd, buf, sizeof(buf)) == 7 && memcmp(buf, "canary\n", 7) == 0);
+	FUZZ_CHECK(fd >= 0 && read(fd, buf, sizeof(buf)) == 7 &&
+		   memcmp(buf, "canary\n", 7) == 0);
 	close(fd);
 }
 
@@ -151,7 +155,8 @@ FUZZ_TARGET(tar)
 	if (nftw(host, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
 		char cmd[2 * PATH_MAX + 64];
 
-		snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' && rm -rf '%s'", host, host);
+		snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' && rm -rf '%s'",
+			 host, host);
 		FUZZ_CHECK(system(cmd) == 0);
 	}
 	return 0;

@@ -11,8 +11,8 @@
 #include "fuzz.h"
 #include "timestamp.h"
 
-#define MIN_TIME (-62135596800LL - 86400)  /* 0001-01-01, less a day */
-#define MAX_TIME (253402300800LL + 86400)  /* 10000-01-01, plus a day */
+#define MIN_TIME (-62135596800LL - 86400) /* 0001-01-01, less a day */
+#define MAX_TIME (253402300800LL + 86400) /* 10000-01-01, plus a day */
 
 FUZZ_TARGET(timestamp)
 {

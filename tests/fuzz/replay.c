@@ -22,10 +22,13 @@
 #error "FUZZ_CORPUS_DIR must name tests/fuzz/corpus"
 #endif
 
-#define TARGETS(X) X(demux) X(engine) X(jsonrpc) X(path) X(editmatch) X(tar) X(redact) X(timestamp) X(fsanswer)
+#define TARGETS(X)                                                 \
+	X(demux)                                                   \
+	X(engine) X(jsonrpc) X(path) X(editmatch) X(tar) X(redact) \
+		X(timestamp) X(fsanswer)
 
-#define DECLARE(name)                                                          \
-	int hutch_fuzz_##name(const uint8_t *data, size_t size);               \
+#define DECLARE(name)                                            \
+	int hutch_fuzz_##name(const uint8_t *data, size_t size); \
 	int hutch_fuzz_init_##name(void) __attribute__((weak));
 TARGETS(DECLARE)
 
@@ -72,7 +75,8 @@ static int replay(size_t t)
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	n = dirfd < 0 ? -1 : scandir(path, &names, NULL, alphasort);
 	if (n < 0) {
-		printf("not ok - %s: %s: %s\n", targets[t].name, path, strerror(errno));
+		printf("not ok - %s: %s: %s\n", targets[t].name, path,
+		       strerror(errno));
 		return 1;
 	}
 	if (targets[t].init && targets[t].init() < 0) {
@@ -87,7 +91,8 @@ static int replay(size_t t)
 		    read_file(dirfd, names[i]->d_name, &data, &len) == 0) {
 			/* A failed check aborts: the log's last line names
 			 * the input. */
-			fprintf(stderr, "%s: %s\n", targets[t].name, names[i]->d_name);
+			fprintf(stderr, "%s: %s\n", targets[t].name,
+				names[i]->d_name);
 			targets[t].fn(data, len);
 			count++;
 		}

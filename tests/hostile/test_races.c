@@ -394,10 +394,12 @@ IT_TEST(races, left_system_volume_is_not_the_record)
 	snprintf(path, sizeof(path), "/volumes/hutch-%s", s);
 	st = it_api("DELETE", path, NULL, NULL);
 	cr_assert(st == 204, "remove the workspace volume: HTTP %ld", st);
-	cr_assert_eq(it_count_volumes(s), 1, "the system volume is still there");
+	cr_assert_eq(it_count_volumes(s), 1,
+		     "the system volume is still there");
 
 	r = it_hutch("up", s, NULL);
-	IT_ASSERT_EXIT(r, 0, "up with no settings after its workspace volume went");
+	IT_ASSERT_EXIT(r, 0,
+		       "up with no settings after its workspace volume went");
 	it_result_free(&r);
 	ctr = inspect(s);
 	cr_assert_neq(host_int(ctr, "Memory"), 300LL << 20,

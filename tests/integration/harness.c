@@ -63,9 +63,10 @@ const char *it_engine(void)
 {
 	const char *e = getenv("HUTCH_TEST_ENGINE");
 
-	cr_assert(e && *e,
-		  "HUTCH_TEST_ENGINE is not set: the integration tests need an engine "
-		  "(unix:///path/to/docker.sock or tcp://host:port); they never skip");
+	cr_assert(
+		e && *e,
+		"HUTCH_TEST_ENGINE is not set: the integration tests need an engine "
+		"(unix:///path/to/docker.sock or tcp://host:port); they never skip");
 	return e;
 }
 
@@ -90,8 +91,8 @@ const char *it_run_prefix(void)
 const char *it_session(void)
 {
 	cr_assert_lt(nsessions, MAX_SESSIONS, "too many sessions in one test");
-	snprintf(sessions[nsessions], sizeof(sessions[0]), "%s%ld-%u", it_run_prefix(),
-		 (long)getpid(), ++counter);
+	snprintf(sessions[nsessions], sizeof(sessions[0]), "%s%ld-%u",
+		 it_run_prefix(), (long)getpid(), ++counter);
 	return sessions[nsessions++];
 }
 
@@ -101,7 +102,8 @@ static void marker_dir(char *out, size_t outsz)
 {
 	const char *tmp = getenv("TMPDIR");
 
-	snprintf(out, outsz, "%s/hutch-%srun", tmp && *tmp ? tmp : "/tmp", it_run_prefix());
+	snprintf(out, outsz, "%s/hutch-%srun", tmp && *tmp ? tmp : "/tmp",
+		 it_run_prefix());
 }
 
 static void marker_path(char *out, size_t outsz, pid_t pid)
@@ -176,13 +178,16 @@ static void cleanup(int check)
 			continue;
 		}
 		r = it_hutch("rm", "--force", sessions[i], NULL);
-		cr_assert_eq(r.status, 0, "hutch rm --force %s: exit %d, stderr: %s",
+		cr_assert_eq(r.status, 0,
+			     "hutch rm --force %s: exit %d, stderr: %s",
 			     sessions[i], r.status, r.err);
 		it_result_free(&r);
 		cr_assert_eq(it_count_containers(sessions[i]), 0,
-			     "a container of session %s is left after hutch rm", sessions[i]);
+			     "a container of session %s is left after hutch rm",
+			     sessions[i]);
 		cr_assert_eq(it_count_volumes(sessions[i]), 0,
-			     "a volume of session %s is left after hutch rm", sessions[i]);
+			     "a volume of session %s is left after hutch rm",
+			     sessions[i]);
 	}
 	nsessions = 0;
 }
@@ -217,7 +222,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	if (d) {
 		while ((de = readdir(d)))
 			if (de->d_name[0] != '.') {
-				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 de->d_name);
 				unlink(path);
 			}
 		closedir(d);
@@ -250,10 +256,13 @@ static const char *hutch_program(const char **libdir)
 			close(fd);
 		}
 		if (slash && head[0] == '#' && head[1] == '!') {
-			snprintf(dir, sizeof(dir), "%.*s/.libs", (int)(slash - HUTCH_BIN), HUTCH_BIN);
-			snprintf(prog, sizeof(prog), "%s/lt-%s", dir, slash + 1);
+			snprintf(dir, sizeof(dir), "%.*s/.libs",
+				 (int)(slash - HUTCH_BIN), HUTCH_BIN);
+			snprintf(prog, sizeof(prog), "%s/lt-%s", dir,
+				 slash + 1);
 			if (access(prog, X_OK) != 0)
-				snprintf(prog, sizeof(prog), "%s/%s", dir, slash + 1);
+				snprintf(prog, sizeof(prog), "%s/%s", dir,
+					 slash + 1);
 			if (access(prog, X_OK) != 0) {
 				snprintf(prog, sizeof(prog), "%s", HUTCH_BIN);
 				dir[0] = '\0';
@@ -300,7 +309,9 @@ void it_spawn(it_proc *p, const it_opts *o, const char *const *args)
 
 		cr_assert(asprintf(&ldpath, "LD_LIBRARY_PATH=%s%s%s", libdir,
 				   old && *old ? ":" : "", old ? old : "") > 0);
-		for (k = 0; k < n && strncmp(envp[k], "LD_LIBRARY_PATH=", 16) != 0; k++)
+		for (k = 0;
+		     k < n && strncmp(envp[k], "LD_LIBRARY_PATH=", 16) != 0;
+		     k++)
 			;
 		envp[k] = ldpath;
 		if (k == n)
@@ -316,8 +327,8 @@ void it_spawn(it_proc *p, const it_opts *o, const char *const *args)
 	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
-		    dup2(err[1], 2) < 0)
+		if (devnull < 0 || dup2(devnull, 0) < 0 ||
+		    dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(126);
 		signal(SIGPIPE, SIG_DFL);
 		if (p->o.gate) {
@@ -388,9 +399,11 @@ it_result it_wait(it_proc *p)
 		}
 		timeout_ms = (int)((deadline - now) * 1000) + 1;
 		if (p->out_fd >= 0)
-			pfd[nfds++] = (struct pollfd){ .fd = p->out_fd, .events = POLLIN };
+			pfd[nfds++] = (struct pollfd){ .fd = p->out_fd,
+						       .events = POLLIN };
 		if (p->err_fd >= 0)
-			pfd[nfds++] = (struct pollfd){ .fd = p->err_fd, .events = POLLIN };
+			pfd[nfds++] = (struct pollfd){ .fd = p->err_fd,
+						       .events = POLLIN };
 		if (poll(pfd, (nfds_t)nfds, timeout_ms) < 0) {
 			cr_assert_eq(errno, EINTR, "poll: %s", strerror(errno));
 			continue;
@@ -416,9 +429,16 @@ it_result it_wait(it_proc *p)
 				grow_add(&out, buf, (size_t)n);
 				if (p->o.record) {
 					if (nchunks == achunks) {
-						achunks = achunks ? achunks * 2 : 64;
-						chunks = realloc(chunks, achunks * sizeof(*chunks));
-						cr_assert_not_null(chunks, "out of memory");
+						achunks = achunks ?
+								  achunks * 2 :
+								  64;
+						chunks = realloc(
+							chunks,
+							achunks *
+								sizeof(*chunks));
+						cr_assert_not_null(
+							chunks,
+							"out of memory");
 					}
 					chunks[nchunks].t = it_now() - p->t0;
 					chunks[nchunks].end = out.len;
@@ -539,17 +559,21 @@ json_object *it_json(const char *s, size_t len)
 	size_t end;
 
 	cr_assert_not_null(tok);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+					    JSON_TOKENER_VALIDATE_UTF8);
 	o = json_tokener_parse_ex(tok, s, (int)len);
 	cr_assert_eq(json_tokener_get_error(tok), json_tokener_success,
 		     "not valid JSON (%s) in %zu bytes: %.300s",
-		     json_tokener_error_desc(json_tokener_get_error(tok)), len, s);
+		     json_tokener_error_desc(json_tokener_get_error(tok)), len,
+		     s);
 	cr_assert_not_null(o, "no JSON value in: %.300s", s);
 	end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
 	for (; end < len; end++)
-		cr_assert(s[end] == '\n' || s[end] == ' ' || s[end] == '\t' || s[end] == '\r',
-			  "trailing bytes after the JSON document: %.100s", s + end);
+		cr_assert(s[end] == '\n' || s[end] == ' ' || s[end] == '\t' ||
+				  s[end] == '\r',
+			  "trailing bytes after the JSON document: %.100s",
+			  s + end);
 	return o;
 }
 
@@ -557,9 +581,10 @@ json_object *it_json_get(json_object *o, const char *key)
 {
 	json_object *v = NULL;
 
-	cr_assert(json_object_is_type(o, json_type_object), "not a JSON object");
-	cr_assert(json_object_object_get_ex(o, key, &v), "JSON has no \"%s\": %s", key,
-		  json_object_to_json_string(o));
+	cr_assert(json_object_is_type(o, json_type_object),
+		  "not a JSON object");
+	cr_assert(json_object_object_get_ex(o, key, &v),
+		  "JSON has no \"%s\": %s", key, json_object_to_json_string(o));
 	return v;
 }
 
@@ -576,8 +601,8 @@ long it_api(const char *method, const char *path, char **resp, size_t *resp_len)
 	return it_api_json(method, path, NULL, resp, resp_len);
 }
 
-long it_api_json(const char *method, const char *path, const char *json, char **resp,
-		 size_t *resp_len)
+long it_api_json(const char *method, const char *path, const char *json,
+		 char **resp, size_t *resp_len)
 {
 	const char *engine = it_engine();
 	struct curl_slist *headers = NULL;
@@ -589,22 +614,30 @@ long it_api_json(const char *method, const char *path, const char *json, char **
 
 	cr_assert_not_null(c);
 	if (strncmp(engine, "unix://", 7) == 0 || engine[0] == '/') {
-		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, engine[0] == '/' ? engine : engine + 7);
-		snprintf(url, sizeof(url), "http://localhost" API_PREFIX "%s", path);
-	} else if (strncmp(engine, "tcp://", 6) == 0 || strncmp(engine, "http://", 7) == 0) {
-		snprintf(url, sizeof(url), "http://%s" API_PREFIX "%s", strstr(engine, "://") + 3, path);
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH,
+				 engine[0] == '/' ? engine : engine + 7);
+		snprintf(url, sizeof(url), "http://localhost" API_PREFIX "%s",
+			 path);
+	} else if (strncmp(engine, "tcp://", 6) == 0 ||
+		   strncmp(engine, "http://", 7) == 0) {
+		snprintf(url, sizeof(url), "http://%s" API_PREFIX "%s",
+			 strstr(engine, "://") + 3, path);
 	} else {
-		cr_assert_fail("HUTCH_TEST_ENGINE '%s': use unix:///PATH or tcp://HOST:PORT", engine);
+		cr_assert_fail(
+			"HUTCH_TEST_ENGINE '%s': use unix:///PATH or tcp://HOST:PORT",
+			engine);
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (strcmp(method, "POST") == 0 || json) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, json ? json : "");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, json ? (long)strlen(json) : 0L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE,
+				 json ? (long)strlen(json) : 0L);
 	}
 	if (json) {
-		headers = curl_slist_append(NULL, "Content-Type: application/json");
+		headers = curl_slist_append(NULL,
+					    "Content-Type: application/json");
 		cr_assert_not_null(headers);
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	}
@@ -613,7 +646,8 @@ long it_api_json(const char *method, const char *path, const char *json, char **
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	rc = curl_easy_perform(c);
-	cr_assert_eq(rc, CURLE_OK, "%s %s on %s: %s", method, path, engine, curl_easy_strerror(rc));
+	cr_assert_eq(rc, CURLE_OK, "%s %s on %s: %s", method, path, engine,
+		     curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(headers);
@@ -655,7 +689,8 @@ int it_container_running(const char *session)
 		return -1;
 	cr_assert_eq(status, 200, "GET %s: HTTP %ld", path, status);
 	running = json_object_object_get_ex(o, "State", &st) &&
-		  json_object_object_get_ex(st, "Running", &v) && json_object_get_boolean(v);
+		  json_object_object_get_ex(st, "Running", &v) &&
+		  json_object_get_boolean(v);
 	json_object_put(o);
 	return running;
 }
@@ -685,7 +720,8 @@ static void wait_state(const char *session, int want, const char *what)
 
 	while ((st = it_container_running(session)) != want &&
 	       !(want == 0 && st == -1)) {
-		cr_assert_lt(it_now(), until, "container hutch-%s still %s 30 s after %s",
+		cr_assert_lt(it_now(), until,
+			     "container hutch-%s still %s 30 s after %s",
 			     session, st == 1 ? "running" : "present", what);
 		it_sleep(0.02);
 	}
@@ -698,7 +734,8 @@ void it_container_kill(const char *session)
 
 	snprintf(path, sizeof(path), "/containers/hutch-%s/kill", session);
 	status = it_api("POST", path, NULL, NULL);
-	cr_assert(status == 204 || status == 200, "POST %s: HTTP %ld", path, status);
+	cr_assert(status == 204 || status == 200, "POST %s: HTTP %ld", path,
+		  status);
 	wait_state(session, 0, "the kill");
 }
 
@@ -709,7 +746,8 @@ void it_container_stop(const char *session)
 
 	snprintf(path, sizeof(path), "/containers/hutch-%s/stop?t=1", session);
 	status = it_api("POST", path, NULL, NULL);
-	cr_assert(status == 204 || status == 200, "POST %s: HTTP %ld", path, status);
+	cr_assert(status == 204 || status == 200, "POST %s: HTTP %ld", path,
+		  status);
 	wait_state(session, 0, "the stop");
 }
 
@@ -720,7 +758,8 @@ void it_container_remove(const char *session)
 
 	snprintf(path, sizeof(path), "/containers/hutch-%s?force=1", session);
 	status = it_api("DELETE", path, NULL, NULL);
-	cr_assert(status == 204 || status == 200, "DELETE %s: HTTP %ld", path, status);
+	cr_assert(status == 204 || status == 200, "DELETE %s: HTTP %ld", path,
+		  status);
 	wait_state(session, -1, "the removal");
 }
 
@@ -737,7 +776,8 @@ static json_object *list_labelled(const char *what, const char *label)
 	esc = curl_easy_escape(c, filter, 0);
 	cr_assert_not_null(esc);
 	if (strcmp(what, "containers") == 0)
-		snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", esc);
+		snprintf(path, sizeof(path),
+			 "/containers/json?all=1&filters=%s", esc);
 	else
 		snprintf(path, sizeof(path), "/volumes?filters=%s", esc);
 	curl_free(esc);
@@ -765,7 +805,8 @@ int it_count_containers(const char *session)
 
 	snprintf(label, sizeof(label), LABEL_SESSION "=%s", session);
 	o = list_labelled("containers", label);
-	cr_assert(json_object_is_type(o, json_type_array), "container list is not an array");
+	cr_assert(json_object_is_type(o, json_type_array),
+		  "container list is not an array");
 	n = (int)json_object_array_length(o);
 	json_object_put(o);
 	return n;
@@ -785,19 +826,23 @@ int it_count_volumes(const char *session)
 	return n;
 }
 
-static void add_label_value(json_object *names, json_object *item, const char *labels_key)
+static void add_label_value(json_object *names, json_object *item,
+			    const char *labels_key)
 {
 	json_object *labels, *v;
 
 	if (json_object_object_get_ex(item, labels_key, &labels) &&
 	    json_object_is_type(labels, json_type_object) &&
 	    json_object_object_get_ex(labels, LABEL_SESSION, &v))
-		json_object_array_add(names, json_object_new_string(json_object_get_string(v)));
+		json_object_array_add(
+			names,
+			json_object_new_string(json_object_get_string(v)));
 }
 
 json_object *it_all_names(void)
 {
-	json_object *names = json_object_new_array(), *cs, *vs, *varr, *item, *n;
+	json_object *names = json_object_new_array(), *cs, *vs, *varr, *item,
+		    *n;
 	long status;
 
 	cr_assert_not_null(names);
@@ -807,10 +852,15 @@ json_object *it_all_names(void)
 		item = json_object_array_get_idx(cs, i);
 		if (json_object_object_get_ex(item, "Names", &n) &&
 		    json_object_is_type(n, json_type_array))
-			for (size_t k = 0; k < json_object_array_length(n); k++) {
-				const char *s = json_object_get_string(json_object_array_get_idx(n, k));
+			for (size_t k = 0; k < json_object_array_length(n);
+			     k++) {
+				const char *s = json_object_get_string(
+					json_object_array_get_idx(n, k));
 
-				json_object_array_add(names, json_object_new_string(s[0] == '/' ? s + 1 : s));
+				json_object_array_add(
+					names,
+					json_object_new_string(
+						s[0] == '/' ? s + 1 : s));
 			}
 		add_label_value(names, item, "Labels");
 	}
@@ -821,7 +871,9 @@ json_object *it_all_names(void)
 	for (size_t i = 0; varr && i < json_object_array_length(varr); i++) {
 		item = json_object_array_get_idx(varr, i);
 		if (json_object_object_get_ex(item, "Name", &n))
-			json_object_array_add(names, json_object_new_string(json_object_get_string(n)));
+			json_object_array_add(
+				names, json_object_new_string(
+					       json_object_get_string(n)));
 		add_label_value(names, item, "Labels");
 	}
 	json_object_put(vs);

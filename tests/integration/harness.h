@@ -39,15 +39,15 @@ void it_begin(void);
 void it_finish(void);
 void it_fini(void);
 
-#define IT_TEST(suite, name, ...)                                              \
-	static void it_body_##suite##_##name(void);                            \
-	Test(suite, name, .fini = it_fini, .timeout = IT_TEST_TIMEOUT,         \
-	     ##__VA_ARGS__)                                                    \
-	{                                                                      \
-		it_begin();                                                    \
-		it_body_##suite##_##name();                                    \
-		it_finish();                                                   \
-	}                                                                      \
+#define IT_TEST(suite, name, ...)                                      \
+	static void it_body_##suite##_##name(void);                    \
+	Test(suite, name, .fini = it_fini, .timeout = IT_TEST_TIMEOUT, \
+	     ##__VA_ARGS__)                                            \
+	{                                                              \
+		it_begin();                                            \
+		it_body_##suite##_##name();                            \
+		it_finish();                                           \
+	}                                                              \
 	static void it_body_##suite##_##name(void)
 
 /* ---- environment ----------------------------------------------------- */
@@ -66,28 +66,28 @@ const char *it_session(void);
 /* ---- running hutch ------------------------------------------------- */
 
 typedef struct {
-	double t;    /* seconds since the process was started */
-	size_t end;  /* stdout length after this chunk */
+	double t;   /* seconds since the process was started */
+	size_t end; /* stdout length after this chunk */
 } it_chunk;
 
 typedef struct {
-	int status;       /* exit status; 128+N when killed by signal N */
+	int status; /* exit status; 128+N when killed by signal N */
 	int signaled;
-	int timed_out;    /* the harness killed it at its limit */
-	char *out;        /* stdout, NUL-terminated, may hold NUL bytes */
+	int timed_out; /* the harness killed it at its limit */
+	char *out;     /* stdout, NUL-terminated, may hold NUL bytes */
 	size_t out_len;
-	char *err;        /* stderr, NUL-terminated */
+	char *err; /* stderr, NUL-terminated */
 	size_t err_len;
-	double wall;      /* seconds from start to exit */
+	double wall;	  /* seconds from start to exit */
 	it_chunk *chunks; /* stdout arrivals (only when asked for) */
 	size_t nchunks;
 } it_result;
 
 typedef struct {
-	int no_engine;    /* do not add "--engine $HUTCH_TEST_ENGINE" */
-	int record;       /* record when each stdout chunk arrived */
-	double limit;     /* seconds; 0: IT_RUN_LIMIT */
-	const int *gate;  /* a pipe: when set, the child waits until its write
+	int no_engine;	 /* do not add "--engine $HUTCH_TEST_ENGINE" */
+	int record;	 /* record when each stdout chunk arrived */
+	double limit;	 /* seconds; 0: IT_RUN_LIMIT */
+	const int *gate; /* a pipe: when set, the child waits until its write
 			     end is closed everywhere before it runs hutch, so
 			     several children can be let go at once */
 } it_opts;
@@ -109,14 +109,15 @@ it_result it_wait(it_proc *p);
 it_result it_hutch_v(const it_opts *o, const char *const *args);
 /* it_hutch("exec", s, "--", "true", NULL) */
 it_result it_hutch(const char *arg, ...) __attribute__((sentinel));
-it_result it_hutch_o(const it_opts *o, const char *arg, ...) __attribute__((sentinel));
+it_result it_hutch_o(const it_opts *o, const char *arg, ...)
+	__attribute__((sentinel));
 void it_result_free(it_result *r);
 
 /* Assert a run exited with `code`; show its output when it did not. */
 #define IT_ASSERT_EXIT(r, code, what)                                          \
 	cr_assert(!(r).timed_out && (r).status == (code),                      \
-		  "%s: exit %d%s (want %d)\n--- stdout (%zu bytes):\n%.600s\n"  \
-		  "--- stderr:\n%.2000s",                                       \
+		  "%s: exit %d%s (want %d)\n--- stdout (%zu bytes):\n%.600s\n" \
+		  "--- stderr:\n%.2000s",                                      \
 		  (what), (r).status, (r).timed_out ? " (hung: killed)" : "",  \
 		  (code), (r).out_len, (r).out, (r).err)
 
@@ -133,10 +134,11 @@ json_object *it_json_get(json_object *o, const char *key);
 
 /* One request to the engine: returns the HTTP status (the test fails on a
  * transport error).  `resp`/`resp_len` may be NULL; *resp is malloc'ed. */
-long it_api(const char *method, const char *path, char **resp, size_t *resp_len);
+long it_api(const char *method, const char *path, char **resp,
+	    size_t *resp_len);
 /* The same with a JSON request body (NULL: none). */
-long it_api_json(const char *method, const char *path, const char *json, char **resp,
-		 size_t *resp_len);
+long it_api_json(const char *method, const char *path, const char *json,
+		 char **resp, size_t *resp_len);
 
 /* POST /containers/hutch-S/kill, then wait until it no longer runs. */
 void it_container_kill(const char *session);

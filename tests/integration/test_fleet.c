@@ -35,7 +35,7 @@ static const char *other(void)
 	const char *u = getenv("HUTCH_TEST_FLEET_OTHER");
 
 	cr_assert(u && *u, "HUTCH_TEST_FLEET_OTHER must name the second engine "
-		  "(contrib/engines.sh env: HUTCH_TEST_PODMAN)");
+			   "(contrib/engines.sh env: HUTCH_TEST_PODMAN)");
 	return u;
 }
 
@@ -67,7 +67,8 @@ static it_result fleet_v(int podman_first, const char *const *args)
 	return it_hutch_v(&o, argv);
 }
 
-#define FLEET(first, ...) fleet_v((first), (const char *const[]){ __VA_ARGS__, NULL })
+#define FLEET(first, ...) \
+	fleet_v((first), (const char *const[]){ __VA_ARGS__, NULL })
 
 /* Containers of session `s` on Docker (0) or Podman (1). */
 static int count_on(int podman, const char *s)
@@ -99,7 +100,9 @@ static int home(const char *s)
 {
 	int d = count_on(0, s), p = count_on(1, s);
 
-	cr_assert_eq(d + p, 1, "session %s: %d containers on Docker, %d on Podman", s, d, p);
+	cr_assert_eq(d + p, 1,
+		     "session %s: %d containers on Docker, %d on Podman", s, d,
+		     p);
 	return p;
 }
 
@@ -117,15 +120,17 @@ static void remove_all(int check)
 	for (size_t i = 0; i < nnames; i++) {
 		it_result r;
 
-		r = it_hutch_o(&(it_opts){ .no_engine = 1 }, "--engine", other(), "rm", "--force",
-			       names[i], NULL);
+		r = it_hutch_o(&(it_opts){ .no_engine = 1 }, "--engine",
+			       other(), "rm", "--force", names[i], NULL);
 		if (check)
-			IT_ASSERT_EXIT(r, 0, "hutch --engine PODMAN rm --force");
+			IT_ASSERT_EXIT(r, 0,
+				       "hutch --engine PODMAN rm --force");
 		it_result_free(&r);
 		if (check) {
-			cr_assert_eq(count_on(1, names[i]), 0, "%s left on Podman", names[i]);
-			cr_assert_eq(volumes_on(1, names[i]), 0, "volume of %s left on Podman",
-				     names[i]);
+			cr_assert_eq(count_on(1, names[i]), 0,
+				     "%s left on Podman", names[i]);
+			cr_assert_eq(volumes_on(1, names[i]), 0,
+				     "volume of %s left on Podman", names[i]);
 		}
 	}
 }
@@ -145,7 +150,8 @@ static void fini(void)
 
 /* 1. sessions made through the fleet: each on one engine, found again in
  * either order, listed with their engine, removed where they are */
-Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .timeout = 300)
+Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini,
+     .timeout = 300)
 {
 	const char *s[4];
 	char cmd[128];
@@ -170,7 +176,8 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 		for (int first = 0; first < 2; first++) {
 			char want[96];
 
-			r = FLEET(first, "exec", s[i], "--", "cat", "/workspace/who");
+			r = FLEET(first, "exec", s[i], "--", "cat",
+				  "/workspace/who");
 			IT_ASSERT_EXIT(r, 0, "cat in the session");
 			snprintf(want, sizeof(want), "%s\n", s[i]);
 			cr_assert_str_eq(r.out, want);
@@ -186,9 +193,12 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 	IT_ASSERT_EXIT(r, 0, "hutch up of an existing session");
 	{
 		json_object *j = it_json(r.out, r.out_len);
-		const char *engine = json_object_get_string(it_json_get(j, "engine"));
+		const char *engine =
+			json_object_get_string(it_json_get(j, "engine"));
 
-		cr_assert_eq(json_object_get_boolean(it_json_get(j, "created_now")), 0);
+		cr_assert_eq(
+			json_object_get_boolean(it_json_get(j, "created_now")),
+			0);
 		cr_assert_str_eq(engine, home(s[1]) ? other() : docker());
 		json_object_put(j);
 	}
@@ -200,14 +210,17 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 	list = it_json(r.out, r.out_len);
 	for (size_t k = 0; k < json_object_array_length(list); k++) {
 		json_object *o = json_object_array_get_idx(list, k);
-		const char *name = json_object_get_string(it_json_get(o, "name"));
+		const char *name =
+			json_object_get_string(it_json_get(o, "name"));
 
 		for (int i = 0; i < 4; i++) {
 			if (strcmp(name, s[i]) != 0)
 				continue;
 			seen[i]++;
-			cr_assert_str_eq(json_object_get_string(it_json_get(o, "engine")),
-					 home(s[i]) ? other() : docker(), "engine of %s", s[i]);
+			cr_assert_str_eq(json_object_get_string(
+						 it_json_get(o, "engine")),
+					 home(s[i]) ? other() : docker(),
+					 "engine of %s", s[i]);
 		}
 	}
 	json_object_put(list);
@@ -222,27 +235,34 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 		json_object *doc, *kept;
 		int kept_seen[4] = { 0 };
 
-		snprintf(match, sizeof(match), "%s%ld-*", it_run_prefix(), (long)getpid());
+		snprintf(match, sizeof(match), "%s%ld-*", it_run_prefix(),
+			 (long)getpid());
 		r = FLEET(1, "gc", "--idle", "1h", "--match", match, "--json");
 		IT_ASSERT_EXIT(r, 0, "hutch gc over both engines");
 		doc = it_json(r.out, r.out_len);
-		cr_assert_eq(json_object_array_length(it_json_get(doc, "removed")), 0, "%s", r.out);
+		cr_assert_eq(
+			json_object_array_length(it_json_get(doc, "removed")),
+			0, "%s", r.out);
 		kept = it_json_get(doc, "kept");
 		for (size_t k = 0; k < json_object_array_length(kept); k++) {
 			json_object *o = json_object_array_get_idx(kept, k);
-			const char *name = json_object_get_string(it_json_get(o, "name"));
+			const char *name =
+				json_object_get_string(it_json_get(o, "name"));
 
 			for (int i = 0; i < 4; i++) {
 				if (strcmp(name, s[i]) != 0)
 					continue;
 				kept_seen[i]++;
-				cr_assert_str_eq(json_object_get_string(it_json_get(o, "engine")),
-						 home(s[i]) ? other() : docker(), "engine of %s",
-						 s[i]);
+				cr_assert_str_eq(
+					json_object_get_string(
+						it_json_get(o, "engine")),
+					home(s[i]) ? other() : docker(),
+					"engine of %s", s[i]);
 			}
 		}
 		for (int i = 0; i < 4; i++)
-			cr_assert_eq(kept_seen[i], 1, "gc reported %s %d times: %s", s[i],
+			cr_assert_eq(kept_seen[i], 1,
+				     "gc reported %s %d times: %s", s[i],
 				     kept_seen[i], r.out);
 		json_object_put(doc);
 		it_result_free(&r);
@@ -253,19 +273,22 @@ Test(fleet, each_session_lives_on_one_engine_and_is_found_again, .fini = fini, .
 	IT_ASSERT_EXIT(r, 0, "hutch rm through the fleet");
 	it_result_free(&r);
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(count_on(0, s[i]) + count_on(1, s[i]), 0, "%s still there", s[i]);
-		cr_assert_eq(volumes_on(0, s[i]) + volumes_on(1, s[i]), 0, "volume of %s left",
-			     s[i]);
+		cr_assert_eq(count_on(0, s[i]) + count_on(1, s[i]), 0,
+			     "%s still there", s[i]);
+		cr_assert_eq(volumes_on(0, s[i]) + volumes_on(1, s[i]), 0,
+			     "volume of %s left", s[i]);
 	}
 	r = FLEET(0, "rm", s[0]);
-	cr_assert_eq(r.status, 125, "rm of a session that is nowhere: %d", r.status);
+	cr_assert_eq(r.status, 125, "rm of a session that is nowhere: %d",
+		     r.status);
 	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
 	it_result_free(&r);
 	finish();
 }
 
 /* 2. an engine that does not answer gets no session; the others go on */
-Test(fleet, an_engine_that_does_not_answer_gets_no_session, .fini = fini, .timeout = 300)
+Test(fleet, an_engine_that_does_not_answer_gets_no_session, .fini = fini,
+     .timeout = 300)
 {
 	const it_opts o = { .no_engine = 1 };
 	const char *s;
@@ -273,26 +296,29 @@ Test(fleet, an_engine_that_does_not_answer_gets_no_session, .fini = fini, .timeo
 
 	begin();
 	s = session();
-	r = it_hutch_o(&o, "--engine", "unix:///nonexistent/hutch-fleet.sock", "--engine",
-		       docker(), "--engine", other(), "exec", s, "--", "echo", "ran", NULL);
+	r = it_hutch_o(&o, "--engine", "unix:///nonexistent/hutch-fleet.sock",
+		       "--engine", docker(), "--engine", other(), "exec", s,
+		       "--", "echo", "ran", NULL);
 	IT_ASSERT_EXIT(r, 0, "exec with one engine down");
 	cr_assert_str_eq(r.out, "ran\n");
-	cr_assert(strstr(r.err, "hutch-fleet.sock does not answer"), "no warning: %s", r.err);
+	cr_assert(strstr(r.err, "hutch-fleet.sock does not answer"),
+		  "no warning: %s", r.err);
 	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
 	it_result_free(&r);
 	(void)home(s);
 	/* Found again while the engine is still down, without a warning:
 	 * nothing is placed. */
 	r = it_hutch_o(&o, "--engine", other(), "--engine",
-		       "unix:///nonexistent/hutch-fleet.sock", "--engine", docker(), "exec", s,
-		       "--", "echo", "again", NULL);
+		       "unix:///nonexistent/hutch-fleet.sock", "--engine",
+		       docker(), "exec", s, "--", "echo", "again", NULL);
 	IT_ASSERT_EXIT(r, 0, "exec of the session with one engine down");
 	cr_assert_str_eq(r.out, "again\n");
 	cr_assert_eq(r.err_len, 0, "%s", r.err);
 	it_result_free(&r);
 	/* No engine at all answers: one line, hutch's failure status. */
 	r = it_hutch_o(&o, "--engine", "unix:///nonexistent/a.sock", "--engine",
-		       "unix:///nonexistent/b.sock", "exec", s, "--", "true", NULL);
+		       "unix:///nonexistent/b.sock", "exec", s, "--", "true",
+		       NULL);
 	cr_assert_eq(r.status, 125, "exit %d", r.status);
 	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
 	it_result_free(&r);
@@ -319,7 +345,8 @@ Test(fleet, a_session_on_both_engines_is_refused, .fini = fini, .timeout = 300)
 	cr_assert_eq(r.status, 125, "exit %d, stderr %s", r.status, r.err);
 	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
 	cr_assert(strstr(r.err, "two engines") && strstr(r.err, docker()) &&
-		  strstr(r.err, other()), "%s", r.err);
+			  strstr(r.err, other()),
+		  "%s", r.err);
 	it_result_free(&r);
 	/* Nothing was created or removed by the refusal. */
 	cr_assert_eq(count_on(0, s), 1);
@@ -351,7 +378,8 @@ Test(fleet, batch_over_both_engines, .fini = fini, .timeout = 300)
 	cr_assert_not_null(f);
 	for (int i = 0; i < 6; i++) {
 		s[i] = session();
-		fprintf(f, "{\"session\":\"%s\",\"command\":\"echo %d\"}\n", s[i], i);
+		fprintf(f, "{\"session\":\"%s\",\"command\":\"echo %d\"}\n",
+			s[i], i);
 	}
 	fclose(f);
 	r = FLEET(0, "batch", path, "--parallel", "6", "--keep");
@@ -370,9 +398,10 @@ Test(fleet, batch_over_both_engines, .fini = fini, .timeout = 300)
 	cr_assert_eq(it_count_lines(r.out, r.out_len), 6, "%s", r.out);
 	it_result_free(&r);
 	for (int i = 0; i < 6; i++) {
-		cr_assert_eq(count_on(0, s[i]) + count_on(1, s[i]), 0, "%s left", s[i]);
-		cr_assert_eq(volumes_on(0, s[i]) + volumes_on(1, s[i]), 0, "volume of %s left",
-			     s[i]);
+		cr_assert_eq(count_on(0, s[i]) + count_on(1, s[i]), 0,
+			     "%s left", s[i]);
+		cr_assert_eq(volumes_on(0, s[i]) + volumes_on(1, s[i]), 0,
+			     "volume of %s left", s[i]);
 	}
 	finish();
 }

@@ -28,8 +28,9 @@ static it_result run_v(int want, const char *arg, va_list ap)
 	for (const char *a = arg; a; a = va_arg(ap, const char *)) {
 		cr_assert_lt(n, MAX_TOOL_ARGS, "too many arguments");
 		args[n++] = a;
-		off += (size_t)snprintf(what + off, off < sizeof(what) ? sizeof(what) - off : 0,
-					"%s ", a);
+		off += (size_t)snprintf(
+			what + off, off < sizeof(what) ? sizeof(what) - off : 0,
+			"%s ", a);
 		if (off >= sizeof(what))
 			off = sizeof(what) - 1;
 	}
@@ -52,7 +53,8 @@ static it_result run(int want, const char *arg, ...)
 }
 
 /* Run a tool with --json appended and return its parsed object. */
-static json_object *run_json(int want, const char *arg, ...) __attribute__((sentinel));
+static json_object *run_json(int want, const char *arg, ...)
+	__attribute__((sentinel));
 static json_object *run_json(int want, const char *arg, ...)
 {
 	const char *args[MAX_TOOL_ARGS + 2];
@@ -99,7 +101,8 @@ static const char *jstr(json_object *o, const char *key)
 {
 	json_object *v = it_json_get(o, key);
 
-	cr_assert(json_object_is_type(v, json_type_string), "%s is not a string", key);
+	cr_assert(json_object_is_type(v, json_type_string),
+		  "%s is not a string", key);
 	return json_object_get_string(v);
 }
 
@@ -107,7 +110,8 @@ static int64_t jint(json_object *o, const char *key)
 {
 	json_object *v = it_json_get(o, key);
 
-	cr_assert(json_object_is_type(v, json_type_int), "%s is not an integer", key);
+	cr_assert(json_object_is_type(v, json_type_int), "%s is not an integer",
+		  key);
 	return json_object_get_int64(v);
 }
 
@@ -115,12 +119,14 @@ static int jbool(json_object *o, const char *key)
 {
 	json_object *v = it_json_get(o, key);
 
-	cr_assert(json_object_is_type(v, json_type_boolean), "%s is not a boolean", key);
+	cr_assert(json_object_is_type(v, json_type_boolean),
+		  "%s is not a boolean", key);
 	return json_object_get_boolean(v);
 }
 
 /* The error code of a --json failure (exit 2). */
-static void expect_refused(const char *code, const char *arg, ...) __attribute__((sentinel));
+static void expect_refused(const char *code, const char *arg, ...)
+	__attribute__((sentinel));
 static void expect_refused(const char *code, const char *arg, ...)
 {
 	const char *args[MAX_TOOL_ARGS + 2];
@@ -141,8 +147,8 @@ static void expect_refused(const char *code, const char *arg, ...)
 	IT_ASSERT_EXIT(r, 2, args[0]);
 	doc = it_json(r.out, r.out_len);
 	error = it_json_get(doc, "error");
-	cr_assert_str_eq(jstr(error, "code"), code, "%s %s %s: %s", args[0], args[2],
-			 n > 3 ? args[3] : "", r.out);
+	cr_assert_str_eq(jstr(error, "code"), code, "%s %s %s: %s", args[0],
+			 args[2], n > 3 ? args[3] : "", r.out);
 	cr_assert_gt(strlen(jstr(error, "message")), 0);
 	cr_assert_null(strchr(jstr(error, "message"), '\n'), "one line");
 	json_object_put(doc);
@@ -173,7 +179,8 @@ IT_TEST(fs, write_read_round_trip)
 	json_object *doc;
 	char *out;
 
-	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content", "h\xc3\xa9llo\nw\xc3\xb6rld\n", NULL);
+	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content",
+		       "h\xc3\xa9llo\nw\xc3\xb6rld\n", NULL);
 	cr_assert_str_eq(jstr(doc, "path"), "dir/sub/a.txt");
 	cr_assert_eq(jint(doc, "bytes"), 14);
 	cr_assert_eq(jbool(doc, "created"), 1);
@@ -188,14 +195,19 @@ IT_TEST(fs, write_read_round_trip)
 
 	/* The mode of an existing file survives a rewrite; the write is a
 	 * new inode (atomic rename), not an in-place truncation. */
-	sh(s, "chmod 751 dir/sub/a.txt && stat -c %i dir/sub/a.txt > /tmp/inode");
-	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content", "new\n", NULL);
+	sh(s,
+	   "chmod 751 dir/sub/a.txt && stat -c %i dir/sub/a.txt > /tmp/inode");
+	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content", "new\n",
+		       NULL);
 	cr_assert_eq(jbool(doc, "created"), 0);
 	json_object_put(doc);
-	out = sh_out(s, "stat -c %a dir/sub/a.txt; cat dir/sub/a.txt; "
-			"[ \"$(stat -c %i dir/sub/a.txt)\" != \"$(cat /tmp/inode)\" ] && echo renamed; "
-			"ls -a dir/sub");
-	cr_assert_str_eq(out, "751\nnew\nrenamed\n.\n..\na.txt\n", "got %s", out);
+	out = sh_out(
+		s,
+		"stat -c %a dir/sub/a.txt; cat dir/sub/a.txt; "
+		"[ \"$(stat -c %i dir/sub/a.txt)\" != \"$(cat /tmp/inode)\" ] && echo renamed; "
+		"ls -a dir/sub");
+	cr_assert_str_eq(out, "751\nnew\nrenamed\n.\n..\na.txt\n", "got %s",
+			 out);
 	free(out);
 
 	/* stdin when there is no --content; text output */
@@ -204,7 +216,9 @@ IT_TEST(fs, write_read_round_trip)
 		it_result r = it_hutch_v(NULL, args); /* stdin is /dev/null */
 
 		IT_ASSERT_EXIT(r, 0, "write from stdin");
-		cr_assert(strstr(r.out, "from-stdin.txt: 0 bytes written (new file)"), "%s", r.out);
+		cr_assert(strstr(r.out,
+				 "from-stdin.txt: 0 bytes written (new file)"),
+			  "%s", r.out);
 		it_result_free(&r);
 	}
 	out = sh_out(s, "wc -c < from-stdin.txt");
@@ -222,10 +236,12 @@ IT_TEST(fs, write_read_round_trip)
 			big[i] = (char)('a' + i % 23);
 		big[n - 1] = '\n';
 		big[n] = '\0';
-		doc = run_json(0, "write", s, "big.txt", "--content", big, NULL);
+		doc = run_json(0, "write", s, "big.txt", "--content", big,
+			       NULL);
 		cr_assert_eq(jint(doc, "bytes"), (int64_t)n);
 		json_object_put(doc);
-		doc = run_json(0, "edit", s, "big.txt", "--old", big, "--new", "small\n", NULL);
+		doc = run_json(0, "edit", s, "big.txt", "--old", big, "--new",
+			       "small\n", NULL);
 		cr_assert_eq(jint(doc, "replacements"), 1);
 		json_object_put(doc);
 		free(big);
@@ -241,8 +257,9 @@ IT_TEST(fs, read_windows_binary_and_bad_utf8)
 	json_object *doc;
 	it_result r;
 
-	sh(s, "seq 1 5000 > big.txt; printf 'a\\nb\\nc' > nonl.txt; "
-	      "printf 'ab\\000cd\\n' > bin.dat; printf '\\377ok\\n' > latin.txt; mkdir d");
+	sh(s,
+	   "seq 1 5000 > big.txt; printf 'a\\nb\\nc' > nonl.txt; "
+	   "printf 'ab\\000cd\\n' > bin.dat; printf '\\377ok\\n' > latin.txt; mkdir d");
 
 	doc = run_json(0, "read", s, "big.txt", NULL);
 	cr_assert_eq(jint(doc, "lines"), 2000);
@@ -252,7 +269,8 @@ IT_TEST(fs, read_windows_binary_and_bad_utf8)
 	cr_assert(strncmp(jstr(doc, "content"), "1\n2\n3\n", 6) == 0);
 	json_object_put(doc);
 
-	doc = run_json(0, "read", s, "big.txt", "--offset", "4999", "--limit", "10", NULL);
+	doc = run_json(0, "read", s, "big.txt", "--offset", "4999", "--limit",
+		       "10", NULL);
 	cr_assert_str_eq(jstr(doc, "content"), "4999\n5000\n");
 	cr_assert_eq(jint(doc, "offset"), 4999);
 	cr_assert_eq(jbool(doc, "truncated"), 0);
@@ -288,7 +306,8 @@ IT_TEST(fs, edit_exact_ambiguous_whitespace_crlf)
 	sh(s, "printf 'one\\ntwo\\none\\nthree   \\n  four\\n' > f.txt; "
 	      "printf 'x\\r\\ny\\r\\nz\\r\\n' > crlf.txt");
 
-	doc = run_json(0, "edit", s, "f.txt", "--old", "two", "--new", "TWO", NULL);
+	doc = run_json(0, "edit", s, "f.txt", "--old", "two", "--new", "TWO",
+		       NULL);
 	cr_assert_str_eq(jstr(doc, "match"), "exact");
 	cr_assert_eq(jint(doc, "replacements"), 1);
 	json_object_put(doc);
@@ -297,14 +316,17 @@ IT_TEST(fs, edit_exact_ambiguous_whitespace_crlf)
 	r = run(2, "edit", s, "f.txt", "--old", "one", "--new", "ONE", NULL);
 	cr_assert(strstr(r.err, "1") && strstr(r.err, "3"), "%s", r.err);
 	it_result_free(&r);
-	expect_refused("ambiguous", "edit", s, "f.txt", "--old", "one", "--new", "ONE", NULL);
+	expect_refused("ambiguous", "edit", s, "f.txt", "--old", "one", "--new",
+		       "ONE", NULL);
 
-	doc = run_json(0, "edit", s, "f.txt", "--old", "one", "--new", "1", "--all", NULL);
+	doc = run_json(0, "edit", s, "f.txt", "--old", "one", "--new", "1",
+		       "--all", NULL);
 	cr_assert_eq(jint(doc, "replacements"), 2);
 	json_object_put(doc);
 
 	/* trailing blanks in the file, none in the old text */
-	doc = run_json(0, "edit", s, "f.txt", "--old", "three\n  four", "--new", "3\n  4", NULL);
+	doc = run_json(0, "edit", s, "f.txt", "--old", "three\n  four", "--new",
+		       "3\n  4", NULL);
 	cr_assert_str_eq(jstr(doc, "match"), "whitespace");
 	json_object_put(doc);
 	out = sh_out(s, "cat f.txt");
@@ -312,19 +334,23 @@ IT_TEST(fs, edit_exact_ambiguous_whitespace_crlf)
 	free(out);
 
 	/* a CRLF file stays CRLF, byte for byte */
-	doc = run_json(0, "edit", s, "crlf.txt", "--old", "x\ny", "--new", "X\nY", NULL);
+	doc = run_json(0, "edit", s, "crlf.txt", "--old", "x\ny", "--new",
+		       "X\nY", NULL);
 	json_object_put(doc);
 	doc = run_json(0, "read", s, "crlf.txt", NULL);
 	cr_assert_str_eq(jstr(doc, "content"), "X\r\nY\r\nz\r\n");
 	json_object_put(doc);
 
 	/* no match: the closest region comes back, with line numbers */
-	r = run(2, "edit", s, "f.txt", "--old", "TWO\n1\nthree", "--new", "x", NULL);
+	r = run(2, "edit", s, "f.txt", "--old", "TWO\n1\nthree", "--new", "x",
+		NULL);
 	cr_assert(strstr(r.err, "TWO"), "closest region missing: %s", r.err);
 	it_result_free(&r);
-	expect_refused("no_match", "edit", s, "f.txt", "--old", "absent text", "--new", "x", NULL);
+	expect_refused("no_match", "edit", s, "f.txt", "--old", "absent text",
+		       "--new", "x", NULL);
 	out = sh_out(s, "cat f.txt");
-	cr_assert_str_eq(out, "1\nTWO\n1\n3\n  4\n", "a failed edit changed the file: %s", out);
+	cr_assert_str_eq(out, "1\nTWO\n1\n3\n  4\n",
+			 "a failed edit changed the file: %s", out);
 	free(out);
 }
 
@@ -349,11 +375,15 @@ IT_TEST(fs, symlink_escapes_refused)
 	expect_refused("escape", "read", s, "/workspace/../etc/passwd", NULL);
 	expect_refused("escape", "read", s, "up/etc/passwd", NULL);
 	expect_refused("escape", "read", s, "d/sub/passwd", NULL);
-	expect_refused("escape", "write", s, "etc/hutch-escape", "--content", "x", NULL);
-	expect_refused("escape", "write", s, "d/sub/new/deeper", "--content", "x", NULL);
+	expect_refused("escape", "write", s, "etc/hutch-escape", "--content",
+		       "x", NULL);
+	expect_refused("escape", "write", s, "d/sub/new/deeper", "--content",
+		       "x", NULL);
 	expect_refused("escape", "write", s, "pw", "--content", "x", NULL);
-	expect_refused("escape", "write", s, "../escape", "--content", "x", NULL);
-	expect_refused("escape", "edit", s, "pw", "--old", "root", "--new", "toor", NULL);
+	expect_refused("escape", "write", s, "../escape", "--content", "x",
+		       NULL);
+	expect_refused("escape", "edit", s, "pw", "--old", "root", "--new",
+		       "toor", NULL);
 	expect_refused("escape", "ls", s, "etc", NULL);
 	expect_refused("escape", "ls", s, "d/sub", NULL);
 	expect_refused("escape", "grep", s, "root", "etc", NULL);
@@ -401,10 +431,11 @@ IT_TEST(fs, grep_find_ls)
 	char *lines;
 	it_result r;
 
-	sh(s, "mkdir -p src docs .git && printf 'int main(void)\\n{\\n}\\n' > src/a.c && "
-	      "printf '#define MAIN 1\\n' > src/b.h && printf 'main\\n' > .git/config && "
-	      "printf 'main\\000\\n' > bin.dat && printf 'intro\\nMain thing\\n' > docs/x.md && "
-	      "ln -s src/a.c link.c");
+	sh(s,
+	   "mkdir -p src docs .git && printf 'int main(void)\\n{\\n}\\n' > src/a.c && "
+	   "printf '#define MAIN 1\\n' > src/b.h && printf 'main\\n' > .git/config && "
+	   "printf 'main\\000\\n' > bin.dat && printf 'intro\\nMain thing\\n' > docs/x.md && "
+	   "ln -s src/a.c link.c");
 
 	r = run(0, "grep", s, "main", NULL);
 	cr_assert_str_eq(r.out, "src/a.c:1:int main(void)\n");
@@ -419,7 +450,10 @@ IT_TEST(fs, grep_find_ls)
 	doc = run_json(0, "grep", s, "-i", "main", "--include", "*.md", NULL);
 	lines = entries(doc, "matches", "text");
 	cr_assert_str_eq(lines, "Main thing\n");
-	cr_assert_eq(jint(json_object_array_get_idx(it_json_get(doc, "matches"), 0), "line"), 2);
+	cr_assert_eq(
+		jint(json_object_array_get_idx(it_json_get(doc, "matches"), 0),
+		     "line"),
+		2);
 	free(lines);
 	json_object_put(doc);
 
@@ -455,10 +489,14 @@ IT_TEST(fs, grep_find_ls)
 	lines = entries(doc, "entries", "type");
 	cr_assert_str_eq(lines, "dir\nfile\ndir\nsymlink\ndir\n");
 	free(lines);
-	cr_assert_str_eq(jstr(json_object_array_get_idx(it_json_get(doc, "entries"), 3),
-			      "target"), "src/a.c");
-	cr_assert_eq(jint(json_object_array_get_idx(it_json_get(doc, "entries"), 1),
-			  "size"), 6);
+	cr_assert_str_eq(
+		jstr(json_object_array_get_idx(it_json_get(doc, "entries"), 3),
+		     "target"),
+		"src/a.c");
+	cr_assert_eq(
+		jint(json_object_array_get_idx(it_json_get(doc, "entries"), 1),
+		     "size"),
+		6);
 	json_object_put(doc);
 
 	r = run(0, "ls", s, "src", NULL);
@@ -475,9 +513,11 @@ IT_TEST(fs, tools_on_an_empty_image)
 
 	r = run(0, "up", s, "--image", "hutch-bare:latest", NULL);
 	it_result_free(&r);
-	doc = run_json(0, "write", s, "src/m.txt", "--content", "alpha\nbeta\n", NULL);
+	doc = run_json(0, "write", s, "src/m.txt", "--content", "alpha\nbeta\n",
+		       NULL);
 	json_object_put(doc);
-	doc = run_json(0, "edit", s, "src/m.txt", "--old", "beta", "--new", "gamma", NULL);
+	doc = run_json(0, "edit", s, "src/m.txt", "--old", "beta", "--new",
+		       "gamma", NULL);
 	json_object_put(doc);
 	doc = run_json(0, "read", s, "src/m.txt", NULL);
 	cr_assert_str_eq(jstr(doc, "content"), "alpha\ngamma\n");

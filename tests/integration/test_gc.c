@@ -34,7 +34,8 @@ static const char *own_match(void)
 static void up(const char *s, const char *extra1, const char *extra2)
 {
 	it_result r = extra2 ? it_hutch("up", s, extra1, extra2, NULL) :
-		      extra1 ? it_hutch("up", s, extra1, NULL) : it_hutch("up", s, NULL);
+		      extra1 ? it_hutch("up", s, extra1, NULL) :
+			       it_hutch("up", s, NULL);
 
 	IT_ASSERT_EXIT(r, 0, "hutch up");
 	it_result_free(&r);
@@ -43,8 +44,10 @@ static void up(const char *s, const char *extra1, const char *extra2)
 /* Set the record two hours back, from inside (busybox touch). */
 static void backdate(const char *s)
 {
-	it_result r = it_hutch("exec", s, "--", "sh", "-c",
-			       "touch -d @$(( $(date +%s) - 7200 )) /.hutch/use/last-used", NULL);
+	it_result r = it_hutch(
+		"exec", s, "--", "sh", "-c",
+		"touch -d @$(( $(date +%s) - 7200 )) /.hutch/use/last-used",
+		NULL);
 
 	IT_ASSERT_EXIT(r, 0, "backdate the last-used record");
 	it_result_free(&r);
@@ -53,10 +56,11 @@ static void backdate(const char *s)
 /* `hutch gc --idle IDLE --match OWN --json [--dry-run]`: the document. */
 static json_object *gc_json(const char *idle, int dry_run)
 {
-	it_result r = dry_run ? it_hutch("gc", "--idle", idle, "--match", own_match(),
-					 "--json", "--dry-run", NULL) :
-			      it_hutch("gc", "--idle", idle, "--match", own_match(),
-				       "--json", NULL);
+	it_result r = dry_run ? it_hutch("gc", "--idle", idle, "--match",
+					 own_match(), "--json", "--dry-run",
+					 NULL) :
+				it_hutch("gc", "--idle", idle, "--match",
+					 own_match(), "--json", NULL);
 	json_object *j;
 
 	IT_ASSERT_EXIT(r, 0, "hutch gc --json");
@@ -73,7 +77,8 @@ static int listed(json_object *doc, const char *key, const char *s)
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
 		json_object *e = json_object_array_get_idx(arr, i);
 
-		if (strcmp(json_object_get_string(it_json_get(e, "name")), s) == 0)
+		if (strcmp(json_object_get_string(it_json_get(e, "name")), s) ==
+		    0)
 			return 1;
 	}
 	return 0;
@@ -89,7 +94,8 @@ static void assert_idle(const char *s, const char *what)
 {
 	json_object *j = gc_json("1h", 1);
 
-	cr_assert(listed(j, "would_remove", s), "%s: not idle after the backdate", what);
+	cr_assert(listed(j, "would_remove", s),
+		  "%s: not idle after the backdate", what);
 	json_object_put(j);
 }
 
@@ -114,13 +120,16 @@ IT_TEST(gc, removes_idle_keeps_recent)
 	up(b, NULL, NULL);
 	backdate(a);
 
-	r = it_hutch("gc", "--idle", "1h", "--match", own_match(), "--dry-run", NULL);
+	r = it_hutch("gc", "--idle", "1h", "--match", own_match(), "--dry-run",
+		     NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch gc --dry-run");
 	cr_assert(strstr(r.out, "would remove session ") && strstr(r.out, a),
 		  "dry run does not name %s:\n%s", a, r.out);
-	cr_assert_null(strstr(r.out, b), "dry run names the recent session:\n%s", r.out);
+	cr_assert_null(strstr(r.out, b),
+		       "dry run names the recent session:\n%s", r.out);
 	it_result_free(&r);
-	cr_assert_eq(it_count_containers(a), 1, "--dry-run removed the container");
+	cr_assert_eq(it_count_containers(a), 1,
+		     "--dry-run removed the container");
 	cr_assert_eq(it_count_volumes(a), 2, "--dry-run removed a volume");
 
 	j = gc_json("1h", 0);
@@ -130,21 +139,29 @@ IT_TEST(gc, removes_idle_keeps_recent)
 		  json_object_to_json_string(j));
 	cr_assert_eq(count(j, "removed"), 1);
 	cr_assert_eq(count(j, "failed"), 0);
-	cr_assert_geq(json_object_get_int64(it_json_get(json_object_array_get_idx(
-			      it_json_get(j, "removed"), 0), "idle")), 7200);
+	cr_assert_geq(
+		json_object_get_int64(it_json_get(
+			json_object_array_get_idx(it_json_get(j, "removed"), 0),
+			"idle")),
+		7200);
 	json_object_put(j);
-	cr_assert_eq(it_count_containers(a), 0, "the idle session's container is left");
-	cr_assert_eq(it_count_volumes(a), 0, "a volume of the idle session is left");
-	cr_assert_eq(it_count_containers(b), 1, "the recent session's container went");
-	cr_assert_eq(it_count_volumes(b), 2, "a volume of the recent session went");
+	cr_assert_eq(it_count_containers(a), 0,
+		     "the idle session's container is left");
+	cr_assert_eq(it_count_volumes(a), 0,
+		     "a volume of the idle session is left");
+	cr_assert_eq(it_count_containers(b), 1,
+		     "the recent session's container went");
+	cr_assert_eq(it_count_volumes(b), 2,
+		     "a volume of the recent session went");
 
 	/* Text output: one line per removed session. */
 	backdate(b);
 	r = it_hutch("gc", "--idle", "1h", "--match", own_match(), NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch gc");
 	cr_assert_eq(it_count_lines(r.out, r.out_len), 1, "%s", r.out);
-	cr_assert(strncmp(r.out, "removed session ", 16) == 0 && strstr(r.out, b) &&
-		  strstr(r.out, "(idle 2h0m)"), "%s", r.out);
+	cr_assert(strncmp(r.out, "removed session ", 16) == 0 &&
+			  strstr(r.out, b) && strstr(r.out, "(idle 2h0m)"),
+		  "%s", r.out);
 	it_result_free(&r);
 	cr_assert_eq(it_count_containers(b), 0);
 	cr_assert_eq(it_count_volumes(b), 0);
@@ -155,7 +172,9 @@ IT_TEST(gc, removes_idle_keeps_recent)
 IT_TEST(gc, skips_busy)
 {
 	const char *a = it_session(), *b = it_session();
-	const char *args[] = { "exec", b, "--", "sh", "-c", "touch /tmp/started; exec sleep 120",
+	const char *args[] = { "exec", b,
+			       "--",   "sh",
+			       "-c",   "touch /tmp/started; exec sleep 120",
 			       NULL };
 	json_object *j;
 	it_proc p;
@@ -166,7 +185,8 @@ IT_TEST(gc, skips_busy)
 	up(b, NULL, NULL);
 	it_spawn(&p, NULL, args);
 	for (int i = 0; i < 300 && !started; i++) {
-		r = it_hutch("exec", b, "--", "test", "-e", "/tmp/started", NULL);
+		r = it_hutch("exec", b, "--", "test", "-e", "/tmp/started",
+			     NULL);
 		started = !r.timed_out && r.status == 0;
 		it_result_free(&r);
 		if (!started)
@@ -179,15 +199,18 @@ IT_TEST(gc, skips_busy)
 	j = gc_json("1h", 0);
 	cr_assert(listed(j, "busy", b), "busy session not skipped: %s",
 		  json_object_to_json_string(j));
-	cr_assert(listed(j, "removed", a), "idle session beside it not removed: %s",
+	cr_assert(listed(j, "removed", a),
+		  "idle session beside it not removed: %s",
 		  json_object_to_json_string(j));
 	json_object_put(j);
 	cr_assert_eq(it_container_running(b), 1, "gc stopped the busy session");
 
-	r = it_hutch("gc", "--idle", "1h", "--match", own_match(), "--dry-run", NULL);
+	r = it_hutch("gc", "--idle", "1h", "--match", own_match(), "--dry-run",
+		     NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch gc --dry-run");
 	cr_assert(strstr(r.out, "skipped session ") && strstr(r.out, b) &&
-		  strstr(r.out, "busy"), "%s", r.out);
+			  strstr(r.out, "busy"),
+		  "%s", r.out);
 	it_result_free(&r);
 
 	/* Stopping hutch stops the command (that is not a use). */
@@ -200,7 +223,8 @@ IT_TEST(gc, skips_busy)
 		if (it_count_containers(b) > 0)
 			it_sleep(0.2);
 	}
-	cr_assert_eq(it_count_containers(b), 0, "no longer busy, still not removed");
+	cr_assert_eq(it_count_containers(b), 0,
+		     "no longer busy, still not removed");
 	cr_assert_eq(it_count_volumes(b), 0);
 }
 
@@ -218,7 +242,8 @@ IT_TEST(gc, stopped_sessions)
 	cr_assert_eq(it_container_running(a), 0);
 
 	j = gc_json("1h", 0);
-	cr_assert(listed(j, "removed", a), "idle stopped session not removed: %s",
+	cr_assert(listed(j, "removed", a),
+		  "idle stopped session not removed: %s",
 		  json_object_to_json_string(j));
 	cr_assert(listed(j, "kept", b), "recent stopped session not kept: %s",
 		  json_object_to_json_string(j));
@@ -242,7 +267,8 @@ IT_TEST(gc, leftover_volumes)
 	snprintf(path, sizeof(path), "/volumes/hutch-%s", a);
 	cr_assert_eq(it_api("DELETE", path, NULL, NULL), 204);
 	it_container_remove(b);
-	cr_assert_eq(it_count_volumes(a), 1, "the system volume should be left");
+	cr_assert_eq(it_count_volumes(a), 1,
+		     "the system volume should be left");
 
 	j = gc_json("1h", 0);
 	cr_assert(listed(j, "kept", a) && listed(j, "kept", b), "%s",
@@ -258,10 +284,13 @@ IT_TEST(gc, leftover_volumes)
 
 		for (size_t i = 0; i < json_object_array_length(arr); i++) {
 			json_object *e = json_object_array_get_idx(arr, i);
-			const char *name = json_object_get_string(it_json_get(e, "name"));
+			const char *name =
+				json_object_get_string(it_json_get(e, "name"));
 
-			cr_assert_str_eq(json_object_get_string(it_json_get(e, "kind")),
-					 strcmp(name, a) == 0 ? "agent-volume" : "session");
+			cr_assert_str_eq(
+				json_object_get_string(it_json_get(e, "kind")),
+				strcmp(name, a) == 0 ? "agent-volume" :
+						       "session");
 		}
 	}
 	json_object_put(j);
@@ -272,21 +301,25 @@ IT_TEST(gc, leftover_volumes)
 /* 5. Bad input is refused with one line, before the engine is asked. */
 IT_TEST(gc, refuses_bad_input)
 {
-	static const char *const bad[] = { "", "90", "1h30", "-1h", "1.5h", "30m1h", "1x",
-					   "1 h", "99999999999d" };
+	static const char *const bad[] = { "",	  "90",	  "1h30",
+					   "-1h", "1.5h", "30m1h",
+					   "1x",  "1 h",  "99999999999d" };
 	it_result r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		r = it_hutch("gc", "--idle", bad[i], "--match", own_match(), NULL);
+		r = it_hutch("gc", "--idle", bad[i], "--match", own_match(),
+			     NULL);
 		IT_ASSERT_EXIT(r, 125, bad[i]);
 		cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
-		cr_assert(strncmp(r.err, "hutch: invalid duration '", 25) == 0, "%s", r.err);
+		cr_assert(strncmp(r.err, "hutch: invalid duration '", 25) == 0,
+			  "%s", r.err);
 		cr_assert_eq(r.out_len, 0);
 		it_result_free(&r);
 	}
 	r = it_hutch("gc", "--match", own_match(), NULL);
 	IT_ASSERT_EXIT(r, 125, "gc without --idle");
-	cr_assert(strstr(r.err, "usage: hutch gc --idle DURATION"), "%s", r.err);
+	cr_assert(strstr(r.err, "usage: hutch gc --idle DURATION"), "%s",
+		  r.err);
 	it_result_free(&r);
 	r = it_hutch("gc", "--idle", "1h", "--match", "it-[", NULL);
 	IT_ASSERT_EXIT(r, 125, "gc --match with a bad pattern");
@@ -299,7 +332,8 @@ IT_TEST(gc, refuses_bad_input)
  * the file tools and by sync-in and sync-out. */
 IT_TEST(gc, record_follows_use)
 {
-	const char *root = it_session(), *ro = it_session(), *plain = it_session();
+	const char *root = it_session(), *ro = it_session(),
+		   *plain = it_session();
 	char dir[] = "/tmp/hutch-gc-XXXXXX", file[64];
 	it_result r;
 	FILE *f;

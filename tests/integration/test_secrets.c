@@ -65,8 +65,8 @@ static void assert_clean(const char *s, size_t len, const char *what)
 
 	for (size_t at = 0; at + 7 <= slen; at++)
 		cr_assert_null(memmem(s, len, SECRET + at, 7),
-			       "%s shows part of the secret (%.7s): %.*s", what, SECRET + at,
-			       (int)(len > 2000 ? 2000 : len), s);
+			       "%s shows part of the secret (%.7s): %.*s", what,
+			       SECRET + at, (int)(len > 2000 ? 2000 : len), s);
 }
 
 static size_t count(const char *s, const char *what)
@@ -100,7 +100,9 @@ static char *init_environ(const char *session, size_t *len)
 	json_object_put(doc);
 	free(body);
 	fd = open(path, O_RDONLY);
-	cr_assert_geq(fd, 0, "open %s (the tests run as root, beside the engine)", path);
+	cr_assert_geq(fd, 0,
+		      "open %s (the tests run as root, beside the engine)",
+		      path);
 	buf = calloc(1, cap + 1);
 	n = read(fd, buf, cap);
 	close(fd);
@@ -124,7 +126,8 @@ IT_TEST(secrets, only_in_the_command_environment)
 	/* The command has it, and only it: a form of the value that is not
 	 * redacted proves it arrived whole. */
 	r = run(0, "sh", s, "--secret", "IT_TOKEN",
-		"printf '%s\\n' \"$IT_TOKEN\" | tr a-z A-Z; echo \"$IT_VISIBLE\"", NULL);
+		"printf '%s\\n' \"$IT_TOKEN\" | tr a-z A-Z; echo \"$IT_VISIBLE\"",
+		NULL);
 	cr_assert_str_eq(r.out, SECRET_UPPER "\nyes\n");
 	it_result_free(&r);
 	/* A command run without --secret does not get it. */
@@ -135,14 +138,17 @@ IT_TEST(secrets, only_in_the_command_environment)
 	/* Not in the container's configuration... */
 	snprintf(path, sizeof(path), "/containers/hutch-%s/json", s);
 	cr_assert_eq(it_api("GET", path, &body, &blen), 200);
-	cr_assert_not_null(memmem(body, blen, "IT_VISIBLE=yes", 14), "%s", body);
-	cr_assert_null(memmem(body, blen, "IT_TOKEN", 8), "inspect shows the secret's name");
+	cr_assert_not_null(memmem(body, blen, "IT_VISIBLE=yes", 14), "%s",
+			   body);
+	cr_assert_null(memmem(body, blen, "IT_TOKEN", 8),
+		       "inspect shows the secret's name");
 	assert_clean(body, blen, "container inspect");
 	free(body);
 	/* ...nor in its PID 1's environment, which does hold the session's
 	 * own environment. */
 	env = init_environ(s, &elen);
-	cr_assert_not_null(memmem(env, elen, "IT_VISIBLE=yes", 14), "no session env in "
+	cr_assert_not_null(memmem(env, elen, "IT_VISIBLE=yes", 14),
+			   "no session env in "
 			   "/proc/1/environ: the check would prove nothing");
 	cr_assert_null(memmem(env, elen, "IT_TOKEN", 8));
 	assert_clean(env, elen, "/proc/1/environ");
@@ -151,25 +157,27 @@ IT_TEST(secrets, only_in_the_command_environment)
 	r = run(0, "sh", s, "--secret", "IT_TOKEN",
 		"cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n' | grep -c IT_TOKEN; true",
 		NULL);
-	cr_assert(strcmp(r.out, "0\n") == 0 || strcmp(r.out, "") == 0, "%s", r.out);
+	cr_assert(strcmp(r.out, "0\n") == 0 || strcmp(r.out, "") == 0, "%s",
+		  r.out);
 	it_result_free(&r);
 }
 
 /* Raw, base64 at three alignments and in the URL alphabet, hex, stderr,
  * and a value printed in two pieces with a pause between, so that it
  * arrives in two frames. */
-#define LEAKS                                                                  \
-	"echo \"$IT_TOKEN\"; "                                                 \
-	"printf %s \"$IT_TOKEN\" | base64; "                                   \
-	"printf x%s \"$IT_TOKEN\" | base64; "                                  \
-	"printf xy%s \"$IT_TOKEN\" | base64 | tr +/ -_; "                      \
-	"printf %s \"$IT_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; "         \
+#define LEAKS                                                                       \
+	"echo \"$IT_TOKEN\"; "                                                      \
+	"printf %s \"$IT_TOKEN\" | base64; "                                        \
+	"printf x%s \"$IT_TOKEN\" | base64; "                                       \
+	"printf xy%s \"$IT_TOKEN\" | base64 | tr +/ -_; "                           \
+	"printf %s \"$IT_TOKEN\" | od -An -tx1 | tr -d ' \\n'; echo; "              \
 	"printf %s \"$IT_TOKEN\" | od -An -tx1 | tr -d ' \\n' | tr a-f A-F; echo; " \
-	"printf %s \"$IT_TOKEN\" | head -c 9; sleep 0.5; "                     \
-	"printf '%s\\n' \"$IT_TOKEN\" | tail -c +10; "                         \
+	"printf %s \"$IT_TOKEN\" | head -c 9; sleep 0.5; "                          \
+	"printf '%s\\n' \"$IT_TOKEN\" | tail -c +10; "                              \
 	"echo \"err:$IT_TOKEN\" >&2"
 
-static void check_leaks(const char *out, size_t len, const char *err, size_t elen)
+static void check_leaks(const char *out, size_t len, const char *err,
+			size_t elen)
 {
 	assert_clean(out, len, "stdout");
 	assert_clean(err, elen, "stderr");
@@ -177,7 +185,8 @@ static void check_leaks(const char *out, size_t len, const char *err, size_t ele
 	cr_assert_eq(count(err, "[REDACTED]"), 1, "%s", err);
 	/* The whole value alone, as the value or its encodings: nothing of
 	 * it is left around the mask. */
-	cr_assert_eq(strncmp(out, "[REDACTED]\n[REDACTED]\n", 22), 0, "%s", out);
+	cr_assert_eq(strncmp(out, "[REDACTED]\n[REDACTED]\n", 22), 0, "%s",
+		     out);
 }
 
 IT_TEST(secrets, redacted_in_exec_output)
@@ -188,8 +197,8 @@ IT_TEST(secrets, redacted_in_exec_output)
 
 	setenv("IT_TOKEN", SECRET, 1);
 	/* Control: without --secret the same command shows the value. */
-	r = run(0, "sh", s, "--env", "IT_TOKEN=" SECRET, "printf %s \"${IT_TOKEN:-x}\"",
-		NULL);
+	r = run(0, "sh", s, "--env", "IT_TOKEN=" SECRET,
+		"printf %s \"${IT_TOKEN:-x}\"", NULL);
 	cr_assert_str_eq(r.out, SECRET);
 	it_result_free(&r);
 
@@ -200,8 +209,10 @@ IT_TEST(secrets, redacted_in_exec_output)
 	r = run(0, "sh", s, "--secret", "IT_TOKEN", "--json", LEAKS, NULL);
 	doc = it_json(r.out, r.out_len);
 	{
-		const char *o = json_object_get_string(it_json_get(doc, "stdout"));
-		const char *e = json_object_get_string(it_json_get(doc, "stderr"));
+		const char *o =
+			json_object_get_string(it_json_get(doc, "stdout"));
+		const char *e =
+			json_object_get_string(it_json_get(doc, "stderr"));
 
 		check_leaks(o, strlen(o), e, strlen(e));
 	}
@@ -227,15 +238,18 @@ IT_TEST(secrets, redacted_across_the_capture_cap)
 	it_result r;
 
 	setenv("IT_TOKEN", SECRET, 1);
-	r = run(0, "sh", s, "--secret", "IT_TOKEN", "--json", "--max-output", "64",
+	r = run(0, "sh", s, "--secret", "IT_TOKEN", "--json", "--max-output",
+		"64",
 		"printf 'aaaaaaaaaaaaaaaaaaaaaaaaa%sbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' "
 		"\"$IT_TOKEN\"; sleep 0.3; "
 		"printf 'cccccccccccccccccccccccccccccccccccccccccccccccccccc%sdd' \"$IT_TOKEN\"",
 		NULL);
 	doc = it_json(r.out, r.out_len);
-	cr_assert(json_object_get_boolean(it_json_get(doc, "stdout_truncated")));
+	cr_assert(
+		json_object_get_boolean(it_json_get(doc, "stdout_truncated")));
 	o = json_object_get_string(it_json_get(doc, "stdout"));
-	cr_assert_eq(strncmp(o, "aaaaaaaaaaaaaaaaaaaaaaaaa[REDACT", 32), 0, "%s", o);
+	cr_assert_eq(strncmp(o, "aaaaaaaaaaaaaaaaaaaaaaaaa[REDACT", 32), 0,
+		     "%s", o);
 	assert_clean(o, strlen(o), "capped stdout");
 	cr_assert_not_null(strstr(o, "[REDACTED]dd"), "%s", o);
 	json_object_put(doc);
@@ -250,12 +264,14 @@ IT_TEST(secrets, from_a_file)
 	it_result r;
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(write(fd, SECRET "\n", strlen(SECRET) + 1), (ssize_t)strlen(SECRET) + 1);
+	cr_assert_eq(write(fd, SECRET "\n", strlen(SECRET) + 1),
+		     (ssize_t)strlen(SECRET) + 1);
 	close(fd);
 	snprintf(arg, sizeof(arg), "FILE_TOKEN=@%s", file);
 	/* The trailing newline is not part of the value. */
 	r = run(0, "sh", s, "--secret", arg,
-		"printf '%s|\\n' \"$FILE_TOKEN\" | tr a-z A-Z; echo \"$FILE_TOKEN\"", NULL);
+		"printf '%s|\\n' \"$FILE_TOKEN\" | tr a-z A-Z; echo \"$FILE_TOKEN\"",
+		NULL);
 	cr_assert_str_eq(r.out, SECRET_UPPER "|\n[REDACTED]\n");
 	it_result_free(&r);
 	unlink(file);
@@ -318,7 +334,8 @@ IT_TEST(secrets, redacted_in_file_tools)
 	assert_clean(r.out, r.out_len, "find --json");
 	it_result_free(&r);
 	/* An error that quotes the path is masked too. */
-	r = run(2, "read", s, "d/" SECRET ".missing", "--secret", "IT_TOKEN", NULL);
+	r = run(2, "read", s, "d/" SECRET ".missing", "--secret", "IT_TOKEN",
+		NULL);
 	assert_clean(r.err, r.err_len, "read's error");
 	it_result_free(&r);
 }

@@ -40,10 +40,12 @@ IT_TEST(session, concurrent_create_one_container)
 		it_result_free(&r);
 	}
 	close(gate[0]);
-	cr_assert_eq(it_count_containers(s), 1, "%d containers carry the session's label",
+	cr_assert_eq(it_count_containers(s), 1,
+		     "%d containers carry the session's label",
 		     it_count_containers(s));
 	/* The workspace volume and the system volume (/.hutch). */
-	cr_assert_eq(it_count_volumes(s), 2, "%d volumes carry the session's label",
+	cr_assert_eq(it_count_volumes(s), 2,
+		     "%d volumes carry the session's label",
 		     it_count_volumes(s));
 	cr_assert_eq(it_container_running(s), 1);
 }
@@ -53,7 +55,8 @@ static void write_file(const char *path, const char *text)
 	FILE *f = fopen(path, "w");
 
 	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "writing %s", path);
+	cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "writing %s",
+		     path);
 }
 
 static void expect_file(const char *path, const char *text)
@@ -73,8 +76,8 @@ static void expect_file(const char *path, const char *text)
 IT_TEST(session, up_with_host_workspace)
 {
 	const char *s = it_session();
-	char tmpl[] = "/tmp/hutch-it-ws-XXXXXX", dir[PATH_MAX], host_file[PATH_MAX + 32],
-	     ctr_file[PATH_MAX + 32], container[96];
+	char tmpl[] = "/tmp/hutch-it-ws-XXXXXX", dir[PATH_MAX],
+	     host_file[PATH_MAX + 32], ctr_file[PATH_MAX + 32], container[96];
 	json_object *list, *mine = NULL, *v;
 	it_result r;
 
@@ -99,7 +102,10 @@ IT_TEST(session, up_with_host_workspace)
 	cr_assert_str_eq(r.out, "hello from the host\n");
 	it_result_free(&r);
 
-	r = it_hutch("sh", s, "echo hello from the container > /workspace/from-container.txt", NULL);
+	r = it_hutch(
+		"sh", s,
+		"echo hello from the container > /workspace/from-container.txt",
+		NULL);
 	IT_ASSERT_EXIT(r, 0, "writing a file in the container");
 	it_result_free(&r);
 	expect_file(ctr_file, "hello from the container\n");
@@ -122,9 +128,11 @@ IT_TEST(session, up_with_host_workspace)
 			mine = e;
 		}
 	}
-	cr_assert_not_null(mine, "hutch sessions --json does not list %s: %s", s, r.out);
+	cr_assert_not_null(mine, "hutch sessions --json does not list %s: %s",
+			   s, r.out);
 	v = it_json_get(mine, "workspace");
-	cr_assert_str_eq(json_object_get_string(v), dir, "%s", json_object_to_json_string(mine));
+	cr_assert_str_eq(json_object_get_string(v), dir, "%s",
+			 json_object_to_json_string(mine));
 	v = it_json_get(mine, "state");
 	cr_assert_str_eq(json_object_get_string(v), "running");
 	v = it_json_get(mine, "container");
@@ -138,16 +146,20 @@ IT_TEST(session, up_with_host_workspace)
 		char line[96];
 
 		snprintf(line, sizeof(line), "\n%s\n", s);
-		cr_assert(strncmp(r.out, line + 1, strlen(line + 1)) == 0 || strstr(r.out, line),
-			  "hutch sessions --names does not list %s:\n%s", s, r.out);
+		cr_assert(strncmp(r.out, line + 1, strlen(line + 1)) == 0 ||
+				  strstr(r.out, line),
+			  "hutch sessions --names does not list %s:\n%s", s,
+			  r.out);
 	}
 	it_result_free(&r);
 
 	/* Removed from outside, the container comes back on the same
 	 * directory with the same environment. */
 	it_container_remove(s);
-	r = it_hutch("exec", s, "--", "sh", "-c", "echo $A; cat /workspace/from-host.txt", NULL);
-	IT_ASSERT_EXIT(r, 0, "the first command after the container was removed");
+	r = it_hutch("exec", s, "--", "sh", "-c",
+		     "echo $A; cat /workspace/from-host.txt", NULL);
+	IT_ASSERT_EXIT(r, 0,
+		       "the first command after the container was removed");
 	cr_assert_str_eq(r.out, "1\nhello from the host\n");
 	it_result_free(&r);
 
@@ -163,7 +175,8 @@ IT_TEST(session, up_with_host_workspace)
 	expect_file(ctr_file, "hello from the container\n");
 	cr_assert_eq(unlink(host_file), 0);
 	cr_assert_eq(unlink(ctr_file), 0);
-	cr_assert_eq(rmdir(dir), 0, "rmdir %s: %s (more in it than the test put?)", dir,
+	cr_assert_eq(rmdir(dir), 0,
+		     "rmdir %s: %s (more in it than the test put?)", dir,
 		     strerror(errno));
 }
 
@@ -183,7 +196,8 @@ IT_TEST(session, stopped_container_restarted)
 	cr_assert_not_null(id);
 
 	it_container_stop(s);
-	cr_assert_eq(it_container_running(s), 0, "the container still runs after a stop");
+	cr_assert_eq(it_container_running(s), 0,
+		     "the container still runs after a stop");
 
 	r = it_hutch("exec", s, "--", "cat", "/tmp/marker", NULL);
 	IT_ASSERT_EXIT(r, 0, "the first command after a stop from outside");
@@ -192,7 +206,8 @@ IT_TEST(session, stopped_container_restarted)
 	cr_assert_eq(it_container_running(s), 1);
 	id2 = it_container_id(s);
 	cr_assert_not_null(id2);
-	cr_assert_str_eq(id, id2, "the stopped container was replaced, not started");
+	cr_assert_str_eq(id, id2,
+			 "the stopped container was replaced, not started");
 	cr_assert_eq(it_count_containers(s), 1);
 	free(id);
 	free(id2);
@@ -215,26 +230,31 @@ IT_TEST(session, rm_missing)
 
 	r = it_hutch("rm", a, NULL);
 	IT_ASSERT_EXIT(r, 125, "hutch rm nosuch");
-	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "stderr is not one line:\n%s", r.err);
-	cr_assert_not_null(strstr(r.err, a), "the message does not name the session: %s", r.err);
+	cr_assert_eq(it_count_lines(r.err, r.err_len), 1,
+		     "stderr is not one line:\n%s", r.err);
+	cr_assert_not_null(strstr(r.err, a),
+			   "the message does not name the session: %s", r.err);
 	it_result_free(&r);
 }
 
 /* A first `up` that fails, and the session's state after it: nothing of
  * it on the engine, and the next `up` of that name works. */
-static void failed_up_leaves_nothing(const char *s, const char *opt, const char *val,
-				     const char *says)
+static void failed_up_leaves_nothing(const char *s, const char *opt,
+				     const char *val, const char *says)
 {
 	const char *at;
 	it_result r;
 
 	r = it_hutch("up", s, opt, val, NULL);
 	IT_ASSERT_EXIT(r, 125, "hutch up S with a setting that cannot work");
-	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "stderr is not one line:\n%s", r.err);
+	cr_assert_eq(it_count_lines(r.err, r.err_len), 1,
+		     "stderr is not one line:\n%s", r.err);
 	cr_assert_not_null(strstr(r.err, says), "%s", r.err);
 	at = strstr(r.err, s);
-	cr_assert_not_null(at, "the message does not name the session: %s", r.err);
-	cr_assert_null(strstr(at + strlen(s), s), "the session is named twice: %s", r.err);
+	cr_assert_not_null(at, "the message does not name the session: %s",
+			   r.err);
+	cr_assert_null(strstr(at + strlen(s), s),
+		       "the session is named twice: %s", r.err);
 	it_result_free(&r);
 	cr_assert_eq(it_count_containers(s), 0, "a container of %s is left", s);
 	cr_assert_eq(it_count_volumes(s), 0, "a volume of %s is left", s);
@@ -271,10 +291,12 @@ IT_TEST(session, failed_first_up_leaves_nothing)
 	cr_assert_not_null(strstr(r.err, "not made by hutch"), "%s", r.err);
 	it_result_free(&r);
 	snprintf(path, sizeof(path), "/volumes/hutch-%s", c);
-	cr_assert_eq(it_api("GET", path, NULL, NULL), 404, "the workspace volume it made is left");
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 404,
+		     "the workspace volume it made is left");
 	cr_assert_eq(it_count_containers(c), 0);
 	snprintf(path, sizeof(path), "/volumes/hutch_%s", c);
-	cr_assert_eq(it_api("GET", path, NULL, NULL), 200, "the other volume was removed");
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 200,
+		     "the other volume was removed");
 	cr_assert_eq(it_api("DELETE", path, NULL, NULL), 204);
 }
 
@@ -303,27 +325,39 @@ IT_TEST(session, invalid_names_refused)
 			it_result r;
 			int json = strcmp(cmds[k][1], "--json") == 0;
 
-			if (n[0] == '-' && strcmp(cmds[k][1], "--") != 0 && !json)
+			if (n[0] == '-' && strcmp(cmds[k][1], "--") != 0 &&
+			    !json)
 				continue; /* "-x" there is an option, not a name */
-			snprintf(what, sizeof(what), "hutch %s %s %s ... with name '%s'",
+			snprintf(what, sizeof(what),
+				 "hutch %s %s %s ... with name '%s'",
 				 cmds[k][0], cmds[k][1], cmds[k][2], n);
 			r = it_hutch_v(NULL, cmds[k]);
 			IT_ASSERT_EXIT(r, 125, what);
 			if (json) {
 				json_object *j = it_json(r.out, r.out_len);
 
-				cr_assert_str_eq(json_object_get_string(it_json_get(j, "status")),
-						 "error", "%s: %s", what, r.out);
-				cr_assert_not_null(strstr(json_object_get_string(it_json_get(j, "error")),
-							  "invalid session name"), "%s: %s", what, r.out);
+				cr_assert_str_eq(
+					json_object_get_string(
+						it_json_get(j, "status")),
+					"error", "%s: %s", what, r.out);
+				cr_assert_not_null(
+					strstr(json_object_get_string(
+						       it_json_get(j, "error")),
+					       "invalid session name"),
+					"%s: %s", what, r.out);
 				json_object_put(j);
 			} else {
-				cr_assert_eq(it_count_lines(r.err, r.err_len), 1,
-					     "%s: stderr is not one line:\n%s", what, r.err);
-				cr_assert(strncmp(r.err, "hutch: ", 7) == 0, "%s: %s", what, r.err);
-				cr_assert_not_null(strstr(r.err, "invalid session name"),
-						   "%s: %s", what, r.err);
-				cr_assert_eq(r.out_len, 0, "%s: stdout: %s", what, r.out);
+				cr_assert_eq(it_count_lines(r.err, r.err_len),
+					     1,
+					     "%s: stderr is not one line:\n%s",
+					     what, r.err);
+				cr_assert(strncmp(r.err, "hutch: ", 7) == 0,
+					  "%s: %s", what, r.err);
+				cr_assert_not_null(
+					strstr(r.err, "invalid session name"),
+					"%s: %s", what, r.err);
+				cr_assert_eq(r.out_len, 0, "%s: stdout: %s",
+					     what, r.out);
 			}
 			it_result_free(&r);
 		}
@@ -334,15 +368,22 @@ IT_TEST(session, invalid_names_refused)
 		json_object *all = it_all_names();
 
 		for (size_t k = 0; k < json_object_array_length(all); k++) {
-			const char *have = json_object_get_string(json_object_array_get_idx(all, k));
+			const char *have = json_object_get_string(
+				json_object_array_get_idx(all, k));
 
-			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]);
+			     i++) {
 				char cname[96];
 
-				snprintf(cname, sizeof(cname), "hutch-%s", names[i]);
-				cr_assert_str_neq(have, cname, "'%s' exists on the engine", cname);
-				cr_assert_str_neq(have, names[i],
-						  "something carries session label '%s'", names[i]);
+				snprintf(cname, sizeof(cname), "hutch-%s",
+					 names[i]);
+				cr_assert_str_neq(have, cname,
+						  "'%s' exists on the engine",
+						  cname);
+				cr_assert_str_neq(
+					have, names[i],
+					"something carries session label '%s'",
+					names[i]);
 			}
 		}
 		json_object_put(all);
@@ -375,7 +416,9 @@ static void no_leftovers(void)
 	 * just forked has not made its marker yet. */
 	do {
 		still = it_wait_other_tests(560);
-		cr_assert_eq(still, 0, "%d tests of this run still run after 560 s", still);
+		cr_assert_eq(still, 0,
+			     "%d tests of this run still run after 560 s",
+			     still);
 		it_sleep(1.0);
 	} while (it_wait_other_tests(0) != 0);
 
@@ -383,24 +426,29 @@ static void no_leftovers(void)
 	snprintf(sprefix, sizeof(sprefix), "hutch_%s", prefix);
 	all = it_all_names();
 	for (size_t k = 0; k < json_object_array_length(all); k++) {
-		const char *have = json_object_get_string(json_object_array_get_idx(all, k));
+		const char *have = json_object_get_string(
+			json_object_array_get_idx(all, k));
 
 		if (strncmp(have, prefix, strlen(prefix)) == 0 ||
 		    strncmp(have, cprefix, strlen(cprefix)) == 0 ||
 		    strncmp(have, sprefix, strlen(sprefix)) == 0) {
-			json_object_array_add(left, json_object_new_string(have));
+			json_object_array_add(left,
+					      json_object_new_string(have));
 			found++;
 		}
 	}
 	json_object_put(all);
 	/* Clean up what leaked before failing, so the next run starts clean. */
 	for (size_t k = 0; found && k < json_object_array_length(left); k++) {
-		const char *name = json_object_get_string(json_object_array_get_idx(left, k));
+		const char *name = json_object_get_string(
+			json_object_array_get_idx(left, k));
 
-		if (strncmp(name, "hutch-", 6) == 0 || strncmp(name, "hutch_", 6) == 0)
+		if (strncmp(name, "hutch-", 6) == 0 ||
+		    strncmp(name, "hutch_", 6) == 0)
 			name += 6;
 		it_force_remove(name);
 	}
-	cr_assert_eq(found, 0, "left behind by this run: %s", json_object_to_json_string(left));
+	cr_assert_eq(found, 0, "left behind by this run: %s",
+		     json_object_to_json_string(left));
 	json_object_put(left);
 }

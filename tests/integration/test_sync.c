@@ -32,7 +32,8 @@ static void rm_rf(const char *path)
 	cr_assert_eq(system(cmd), 0);
 }
 
-static void put(const char *dir, const char *name, const char *text, mode_t mode)
+static void put(const char *dir, const char *name, const char *text,
+		mode_t mode)
 {
 	char p[PATH_MAX];
 	FILE *f;
@@ -58,7 +59,8 @@ static void lnk(const char *dir, const char *name, const char *target)
 	char p[PATH_MAX];
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	cr_assert_eq(symlink(target, p), 0, "symlink %s: %s", p, strerror(errno));
+	cr_assert_eq(symlink(target, p), 0, "symlink %s: %s", p,
+		     strerror(errno));
 }
 
 /* 50 MB that no compression or dedup could fake: xorshift64. */
@@ -133,7 +135,8 @@ static char *host_sha(const char *path)
 static void expect_out(it_result *r, const char *want, const char *what)
 {
 	IT_ASSERT_EXIT(*r, 0, what);
-	cr_assert_str_eq(r->out, want, "%s: got '%s' want '%s'", what, r->out, want);
+	cr_assert_str_eq(r->out, want, "%s: got '%s' want '%s'", what, r->out,
+			 want);
 	it_result_free(r);
 }
 
@@ -149,14 +152,16 @@ static void expect_link(const char *dir, const char *name, const char *target)
 	cr_assert_str_eq(t, target, "%s -> %s", p, t);
 }
 
-static void expect_mode(const char *dir, const char *name, mode_t type, mode_t mode)
+static void expect_mode(const char *dir, const char *name, mode_t type,
+			mode_t mode)
 {
 	char p[PATH_MAX];
 	struct stat st;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	cr_assert_eq(lstat(p, &st), 0, "%s: %s", p, strerror(errno));
-	cr_assert_eq(st.st_mode & S_IFMT, type, "%s: type %o", p, st.st_mode & S_IFMT);
+	cr_assert_eq(st.st_mode & S_IFMT, type, "%s: type %o", p,
+		     st.st_mode & S_IFMT);
 	cr_assert_eq(st.st_mode & 07777, mode, "%s: mode %o want %o", p,
 		     st.st_mode & 07777, mode);
 }
@@ -203,18 +208,23 @@ static void engine_exec(const char *s, const char *cmd)
 	int running = 1;
 
 	snprintf(path, sizeof(path), "/containers/hutch-%s/exec", s);
-	snprintf(body, sizeof(body),
-		 "{\"Cmd\":%s,\"User\":\"0:0\",\"AttachStdout\":true,\"AttachStderr\":true}",
-		 cmd);
-	cr_assert_eq(it_api_json("POST", path, body, &resp, &len), 201, "exec create: %s", resp);
+	snprintf(
+		body, sizeof(body),
+		"{\"Cmd\":%s,\"User\":\"0:0\",\"AttachStdout\":true,\"AttachStderr\":true}",
+		cmd);
+	cr_assert_eq(it_api_json("POST", path, body, &resp, &len), 201,
+		     "exec create: %s", resp);
 	o = it_json(resp, len);
-	snprintf(id, sizeof(id), "%s", json_object_get_string(it_json_get(o, "Id")));
+	snprintf(id, sizeof(id), "%s",
+		 json_object_get_string(it_json_get(o, "Id")));
 	json_object_put(o);
 	free(resp);
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	/* Attached: the answer ends with the command (Podman 4.3 reports a
 	 * detached exec as running long after it ended). */
-	cr_assert_eq(it_api_json("POST", path, "{\"Detach\":false,\"Tty\":false}", NULL, NULL),
+	cr_assert_eq(it_api_json("POST", path,
+				 "{\"Detach\":false,\"Tty\":false}", NULL,
+				 NULL),
 		     200);
 	snprintf(path, sizeof(path), "/exec/%s/json", id);
 	for (int i = 0; i < 600 && running; i++) {
@@ -224,8 +234,9 @@ static void engine_exec(const char *s, const char *cmd)
 		free(resp);
 		running = json_object_get_boolean(it_json_get(o, "Running"));
 		if (!running)
-			cr_assert_eq(json_object_get_int(it_json_get(o, "ExitCode")), 0,
-				     "%s failed", cmd);
+			cr_assert_eq(
+				json_object_get_int(it_json_get(o, "ExitCode")),
+				0, "%s failed", cmd);
 		json_object_put(o);
 		if (running)
 			it_sleep(0.05);
@@ -245,34 +256,42 @@ IT_TEST(sync, round_trip_volume)
 	tmpdir(out, sizeof(out), "out");
 	make_tree(src, 1);
 
-	r = it_hutch("sync-in", s, src, "--exclude", "node_modules", "--exclude", "*.o",
-		     "--json", NULL);
+	r = it_hutch("sync-in", s, src, "--exclude", "node_modules",
+		     "--exclude", "*.o", "--json", NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch sync-in S SRC --exclude ... --json");
 	o = it_json(r.out, r.out_len);
-	cr_assert_eq(jint(o, "files"), 3, "%s", r.out);      /* hello, run.sh, big */
-	cr_assert_eq(jint(o, "dirs"), 3, "%s", r.out);       /* a, a/empty, b */
+	cr_assert_eq(jint(o, "files"), 3, "%s", r.out); /* hello, run.sh, big */
+	cr_assert_eq(jint(o, "dirs"), 3, "%s", r.out);	/* a, a/empty, b */
 	cr_assert_eq(jint(o, "symlinks"), 3, "%s", r.out);
-	cr_assert_eq(jint(o, "skipped"), 1, "%s", r.out);    /* the fifo */
-	cr_assert_eq(jint(o, "excluded"), 2, "%s", r.out);   /* node_modules, a/obj.o */
+	cr_assert_eq(jint(o, "skipped"), 1, "%s", r.out); /* the fifo */
+	cr_assert_eq(jint(o, "excluded"), 2, "%s",
+		     r.out); /* node_modules, a/obj.o */
 	cr_assert_eq(jint(o, "bytes"), BIG_SIZE + 6 + 19, "%s", r.out);
 	cr_assert_geq(jint(o, "archive_bytes"), BIG_SIZE, "%s", r.out);
 	json_object_put(o);
 	it_result_free(&r);
 
 	/* Inside: owned by the session user, modes and links as on the host. */
-	r = it_hutch("exec", s, "--", "stat", "-c", "%n %u:%g %a %F", "a", "a/hello.txt",
-		     "a/run.sh", "a/empty", "b", "big.bin", NULL);
-	expect_out(&r, "a 1000:1000 755 directory\n"
-		       "a/hello.txt 1000:1000 640 regular file\n"
-		       "a/run.sh 1000:1000 755 regular file\n"
-		       "a/empty 1000:1000 750 directory\n"
-		       "b 1000:1000 755 directory\n"
-		       "big.bin 1000:1000 644 regular file\n", "stat inside the container");
-	r = it_hutch("exec", s, "--", "sh", "-c",
-		     "stat -c '%u:%g' b/link; readlink b/link; readlink b/etc; readlink b/dangling; "
-		     "ls -A a/empty | wc -l; ls -A", NULL);
-	expect_out(&r, "1000:1000\n../a/hello.txt\n/etc\nnowhere\n0\na\nb\nbig.bin\n",
-		   "links, the empty dir, nothing excluded or skipped arrived");
+	r = it_hutch("exec", s, "--", "stat", "-c", "%n %u:%g %a %F", "a",
+		     "a/hello.txt", "a/run.sh", "a/empty", "b", "big.bin",
+		     NULL);
+	expect_out(&r,
+		   "a 1000:1000 755 directory\n"
+		   "a/hello.txt 1000:1000 640 regular file\n"
+		   "a/run.sh 1000:1000 755 regular file\n"
+		   "a/empty 1000:1000 750 directory\n"
+		   "b 1000:1000 755 directory\n"
+		   "big.bin 1000:1000 644 regular file\n",
+		   "stat inside the container");
+	r = it_hutch(
+		"exec", s, "--", "sh", "-c",
+		"stat -c '%u:%g' b/link; readlink b/link; readlink b/etc; readlink b/dangling; "
+		"ls -A a/empty | wc -l; ls -A",
+		NULL);
+	expect_out(
+		&r,
+		"1000:1000\n../a/hello.txt\n/etc\nnowhere\n0\na\nb\nbig.bin\n",
+		"links, the empty dir, nothing excluded or skipped arrived");
 	r = it_hutch("exec", s, "--", "./a/run.sh", NULL);
 	expect_out(&r, "ran\n", "the executable bit survived");
 	snprintf(p, sizeof(p), "%s/big.bin", src);
@@ -347,9 +366,12 @@ IT_TEST(sync, hostile_workspace_stays_in_hostdir)
 	r = it_hutch("up", s, "--user", "root", "--cap-add", "MKNOD", NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --user root --cap-add MKNOD");
 	it_result_free(&r);
-	r = it_hutch("sh", s, "mkdir evil && echo pwn > evil/x && echo pwn > evilf && "
-		     "ln -s /etc etc && mkdir d && ln -s ../../../../../.. d/up && "
-		     "mkfifo fifo && echo ok > ok", NULL);
+	r = it_hutch(
+		"sh", s,
+		"mkdir evil && echo pwn > evil/x && echo pwn > evilf && "
+		"ln -s /etc etc && mkdir d && ln -s ../../../../../.. d/up && "
+		"mkfifo fifo && echo ok > ok",
+		NULL);
 	IT_ASSERT_EXIT(r, 0, "the container prepares a hostile workspace");
 	it_result_free(&r);
 	engine_exec(s, "[\"mknod\", \"/workspace/null\", \"c\", \"1\", \"3\"]");
@@ -359,7 +381,8 @@ IT_TEST(sync, hostile_workspace_stays_in_hostdir)
 	{
 		json_object *o = it_json(r.out, r.out_len);
 
-		cr_assert_eq(jint(o, "skipped"), 2, "%s", r.out); /* null, fifo */
+		cr_assert_eq(jint(o, "skipped"), 2, "%s",
+			     r.out); /* null, fifo */
 		json_object_put(o);
 	}
 	it_result_free(&r);
@@ -375,7 +398,9 @@ IT_TEST(sync, hostile_workspace_stays_in_hostdir)
 	expect_absent(host, "fifo");
 	expect_mode(host, "ok", S_IFREG, 0644);
 	/* Only what the workspace held, next to HOSTDIR nothing new. */
-	snprintf(cmd, sizeof(cmd), "test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'host outside '", base);
+	snprintf(cmd, sizeof(cmd),
+		 "test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'host outside '",
+		 base);
 	cr_assert_eq(system(cmd), 0, "something appeared next to HOSTDIR");
 
 	rm_rf(base);
@@ -408,8 +433,10 @@ IT_TEST(sync, bind_workspace_stopped_container)
 	expect_mode(ws, "a/empty", S_IFDIR, 0750);
 	expect_link(ws, "b/link", "../a/hello.txt");
 	expect_same_file(src, ws, "a/run.sh");
-	r = it_hutch("exec", s, "--", "stat", "-c", "%u:%g", "a/hello.txt", NULL);
-	expect_out(&r, "1000:1000\n", "owned by the session user on a bind mount too");
+	r = it_hutch("exec", s, "--", "stat", "-c", "%u:%g", "a/hello.txt",
+		     NULL);
+	expect_out(&r, "1000:1000\n",
+		   "owned by the session user on a bind mount too");
 
 	it_container_stop(s);
 	r = it_hutch("sync-out", s, out, "a", NULL);
@@ -435,7 +462,8 @@ IT_TEST(sync, up_seed)
 	tmpdir(src, sizeof(src), "seed");
 	tmpdir(ws, sizeof(ws), "ws");
 	make_tree(src, 0);
-	r = it_hutch("up", s, "--seed", src, "--exclude", "*.o", "--json", NULL);
+	r = it_hutch("up", s, "--seed", src, "--exclude", "*.o", "--json",
+		     NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch up S --seed SRC --exclude '*.o'");
 	o = it_json(r.out, r.out_len);
 	cr_assert(json_object_get_boolean(it_json_get(o, "created_now")));
@@ -444,17 +472,22 @@ IT_TEST(sync, up_seed)
 
 		/* The workspace is the session's own volume, not a bind mount. */
 		snprintf(vol, sizeof(vol), "volume:hutch-%s", s);
-		cr_assert_str_eq(json_object_get_string(it_json_get(o, "workspace")), vol,
-				 "%s", r.out);
+		cr_assert_str_eq(
+			json_object_get_string(it_json_get(o, "workspace")),
+			vol, "%s", r.out);
 	}
 	seed = it_json_get(o, "seed");
-	cr_assert_eq(jint(seed, "files"), 3, "%s", r.out); /* hello, run.sh, x.js */
+	cr_assert_eq(jint(seed, "files"), 3, "%s",
+		     r.out); /* hello, run.sh, x.js */
 	cr_assert_eq(jint(seed, "excluded"), 1, "%s", r.out);
 	json_object_put(o);
 	it_result_free(&r);
-	r = it_hutch("exec", s, "--", "sh", "-c",
-		     "stat -c '%u:%g %a' a/hello.txt; cat node_modules/x.js; ls a", NULL);
-	expect_out(&r, "1000:1000 640\nx\nempty\nhello.txt\nrun.sh\n", "the seeded workspace");
+	r = it_hutch(
+		"exec", s, "--", "sh", "-c",
+		"stat -c '%u:%g %a' a/hello.txt; cat node_modules/x.js; ls a",
+		NULL);
+	expect_out(&r, "1000:1000 640\nx\nempty\nhello.txt\nrun.sh\n",
+		   "the seeded workspace");
 
 	/* Seeding an existing session is refused and changes nothing. */
 	r = it_hutch("up", s, "--seed", src, NULL);
@@ -472,7 +505,8 @@ IT_TEST(sync, up_seed)
 	IT_ASSERT_EXIT(r, 125, "--seed of a missing directory");
 	cr_assert_not_null(strstr(r.err, "nope"), "%s", r.err);
 	it_result_free(&r);
-	cr_assert_eq(it_count_containers(s2), 0, "a failed seed left a container");
+	cr_assert_eq(it_count_containers(s2), 0,
+		     "a failed seed left a container");
 	cr_assert_eq(it_count_volumes(s2), 0, "a failed seed left a volume");
 
 	rm_rf(src);
@@ -496,7 +530,9 @@ IT_TEST(sync, errors)
 
 	r = it_hutch("sync-out", s, dir, "no/such/file", NULL);
 	IT_ASSERT_EXIT(r, 125, "sync-out of a missing path");
-	cr_assert_not_null(strstr(r.err, "'no/such/file' not found in the workspace"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err,
+				  "'no/such/file' not found in the workspace"),
+			   "%s", r.err);
 	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
 	it_result_free(&r);
 
@@ -511,7 +547,8 @@ IT_TEST(sync, errors)
 
 	snprintf(p, sizeof(p), "%s/no/parent", dir);
 	r = it_hutch("sync-out", s, p, NULL);
-	IT_ASSERT_EXIT(r, 125, "sync-out into a directory whose parent is missing");
+	IT_ASSERT_EXIT(r, 125,
+		       "sync-out into a directory whose parent is missing");
 	cr_assert_not_null(strstr(r.err, "no/parent"), "%s", r.err);
 	it_result_free(&r);
 	rm_rf(dir);

@@ -23,8 +23,9 @@ static const char *tls_url(void)
 {
 	const char *u = getenv("HUTCH_TEST_TLS_ENGINE");
 
-	cr_assert(u && strncmp(u, "tcp://", 6) == 0,
-		  "HUTCH_TEST_TLS_ENGINE must be tcp://127.0.0.1:PORT (contrib/engines.sh env)");
+	cr_assert(
+		u && strncmp(u, "tcp://", 6) == 0,
+		"HUTCH_TEST_TLS_ENGINE must be tcp://127.0.0.1:PORT (contrib/engines.sh env)");
 	return u;
 }
 
@@ -47,7 +48,8 @@ static void copy(const char *from_dir, const char *name, const char *to_dir)
 {
 	char cmd[3 * PATH_MAX];
 
-	snprintf(cmd, sizeof(cmd), "cp '%s/%s' '%s/%s'", from_dir, name, to_dir, name);
+	snprintf(cmd, sizeof(cmd), "cp '%s/%s' '%s/%s'", from_dir, name, to_dir,
+		 name);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
@@ -60,8 +62,8 @@ static void rm_rf(const char *dir)
 }
 
 /* hutch --engine TLS_URL ARGS... with the TLS environment given. */
-static it_result tls_hutch(const char *verify, const char *cert_path, const char *url,
-			   const char *const *args)
+static it_result tls_hutch(const char *verify, const char *cert_path,
+			   const char *url, const char *const *args)
 {
 	const char *argv[32] = { "--engine", url };
 	it_opts o = { .no_engine = 1 };
@@ -107,7 +109,9 @@ IT_TEST(tls, exec_and_batch_over_tls)
 	f = fopen(file, "w");
 	cr_assert_not_null(f);
 	for (int i = 0; i < 16; i++)
-		fprintf(f, "{\"session\":\"%s\",\"command\":[\"echo\",\"%d\"]}\n", i % 2 ? s : t, i);
+		fprintf(f,
+			"{\"session\":\"%s\",\"command\":[\"echo\",\"%d\"]}\n",
+			i % 2 ? s : t, i);
 	cr_assert_eq(fclose(f), 0);
 	batch_args[0] = "batch";
 	batch_args[1] = file;
@@ -144,16 +148,21 @@ IT_TEST(tls, wrong_ca_is_refused)
 	cert_dir(dir, sizeof(dir));
 	copy(certs(), "cert.pem", dir);
 	copy(certs(), "key.pem", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-		 "-days 1 -subj /CN=not-the-engines-ca -keyout '%s/ca-key.pem' -out '%s/ca.pem' "
-		 ">/dev/null 2>&1", dir, dir);
+	snprintf(
+		cmd, sizeof(cmd),
+		"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+		"-days 1 -subj /CN=not-the-engines-ca -keyout '%s/ca-key.pem' -out '%s/ca.pem' "
+		">/dev/null 2>&1",
+		dir, dir);
 	cr_assert_eq(system(cmd), 0, "openssl failed: %s", cmd);
 	r = tls_hutch("1", dir, tls_url(), args);
-	IT_ASSERT_EXIT(r, 125, "hutch exec against a CA that did not sign the engine");
-	cr_expect(strstr(r.err, "TLS certificate is not signed by") && strstr(r.err, dir),
+	IT_ASSERT_EXIT(r, 125,
+		       "hutch exec against a CA that did not sign the engine");
+	cr_expect(strstr(r.err, "TLS certificate is not signed by") &&
+			  strstr(r.err, dir),
 		  "stderr: %s", r.err);
-	cr_expect_eq(it_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+	cr_expect_eq(it_count_lines(r.err, r.err_len), 1, "one line: %s",
+		     r.err);
 	it_result_free(&r);
 	rm_rf(dir);
 	/* Nothing was made. */
@@ -175,21 +184,24 @@ IT_TEST(tls, no_client_certificate_is_refused)
 	cr_expect(strstr(r.err, "TLS handshake failed") &&
 			  strstr(r.err, "no client certificate was offered"),
 		  "stderr: %s", r.err);
-	cr_expect_eq(it_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+	cr_expect_eq(it_count_lines(r.err, r.err_len), 1, "one line: %s",
+		     r.err);
 	it_result_free(&r);
 
 	/* DOCKER_TLS_VERIFY with an incomplete DOCKER_CERT_PATH: said before
 	 * any connection, naming the missing file. */
 	r = tls_hutch("1", dir, tls_url(), args);
 	IT_ASSERT_EXIT(r, 125, "DOCKER_TLS_VERIFY with only ca.pem");
-	cr_expect(strstr(r.err, "cert.pem cannot be read"), "stderr: %s", r.err);
+	cr_expect(strstr(r.err, "cert.pem cannot be read"), "stderr: %s",
+		  r.err);
 	it_result_free(&r);
 	rm_rf(dir);
 
 	/* Plain HTTP to the TLS port. */
 	r = tls_hutch(NULL, NULL, tls_url(), args);
 	IT_ASSERT_EXIT(r, 125, "plain HTTP to a TLS engine");
-	cr_expect(strstr(r.err, "speaks TLS") && strstr(r.err, "DOCKER_TLS_VERIFY"),
+	cr_expect(strstr(r.err, "speaks TLS") &&
+			  strstr(r.err, "DOCKER_TLS_VERIFY"),
 		  "stderr: %s", r.err);
 	it_result_free(&r);
 	cr_expect_eq(it_count_containers(s), 0);

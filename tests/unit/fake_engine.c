@@ -28,12 +28,12 @@
 struct fake_conn {
 	struct fake_engine *fe;
 	int fd;
-	unsigned int index;     /* 1-based */
+	unsigned int index; /* 1-based */
 	pthread_t thread;
-	size_t have;            /* bytes in rbuf */
+	size_t have; /* bytes in rbuf */
 	char rbuf[RBUF_SIZE];
 	char head[FAKE_MAX_HEAD + 1];
-	char *body;             /* grows up to FAKE_MAX_BODY + 1 */
+	char *body; /* grows up to FAKE_MAX_BODY + 1 */
 	size_t body_len, body_alloc;
 };
 
@@ -41,16 +41,16 @@ struct fake_engine {
 	fake_handler_fn handler;
 	void *payload;
 	char dir[64];
-	char sock[100];      /* fits sun_path */
+	char sock[100]; /* fits sun_path */
 	char url[160];
 	int listen_fd;
 	int stop_pipe[2];
 	pthread_t acceptor;
 	int acceptor_started;
 
-	pthread_mutex_t lock;   /* guards everything below */
+	pthread_mutex_t lock; /* guards everything below */
 	struct fake_conn *conns[FAKE_MAX_CONNS];
-	unsigned int nconns;    /* connections accepted (and kept) */
+	unsigned int nconns; /* connections accepted (and kept) */
 	unsigned long nrequests;
 	char (*log)[FAKE_MAX_LINE];
 };
@@ -133,7 +133,8 @@ const char *fake_engine_request(struct fake_engine *fe, unsigned long i)
 	return s;
 }
 
-static int entry_matches(const char *entry, const char *method, const char *path)
+static int entry_matches(const char *entry, const char *method,
+			 const char *path)
 {
 	const char *sp = strchr(entry, ' ');
 	size_t mlen, plen;
@@ -141,7 +142,8 @@ static int entry_matches(const char *entry, const char *method, const char *path
 	if (!sp)
 		return 0;
 	mlen = (size_t)(sp - entry);
-	if (method && (strlen(method) != mlen || strncmp(entry, method, mlen) != 0))
+	if (method &&
+	    (strlen(method) != mlen || strncmp(entry, method, mlen) != 0))
 		return 0;
 	plen = strlen(path);
 	if (plen > 0 && path[plen - 1] == '*')
@@ -175,13 +177,15 @@ void fake_engine_log_dump(struct fake_engine *fe, char *buf, size_t bufsz)
 	pthread_mutex_lock(&fe->lock);
 	total = fe->nrequests < FAKE_MAX_LOG ? fe->nrequests : FAKE_MAX_LOG;
 	for (unsigned long i = 0; i < total && len < bufsz; i++) {
-		n = snprintf(buf + len, bufsz - len, "%s%s", i ? " | " : "", fe->log[i]);
+		n = snprintf(buf + len, bufsz - len, "%s%s", i ? " | " : "",
+			     fe->log[i]);
 		if (n < 0)
 			break;
 		len += (size_t)n;
 	}
 	if (fe->nrequests > FAKE_MAX_LOG && len < bufsz)
-		snprintf(buf + len, bufsz - len, " | (%lu more)", fe->nrequests - FAKE_MAX_LOG);
+		snprintf(buf + len, bufsz - len, " | (%lu more)",
+			 fe->nrequests - FAKE_MAX_LOG);
 	pthread_mutex_unlock(&fe->lock);
 }
 
@@ -237,41 +241,64 @@ int fake_sendf(struct fake_conn *c, const char *fmt, ...)
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 304: return "Not Modified";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 409: return "Conflict";
-	case 413: return "Payload Too Large";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	default: return "Whatever";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 304:
+		return "Not Modified";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 409:
+		return "Conflict";
+	case 413:
+		return "Payload Too Large";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	default:
+		return "Whatever";
 	}
 }
 
-int fake_send_response(struct fake_conn *c, int status, const char *content_type,
-		       const char *body, size_t body_len)
+int fake_send_response(struct fake_conn *c, int status,
+		       const char *content_type, const char *body,
+		       size_t body_len)
 {
-	if (fake_sendf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		       "Api-Version: 1.41\r\n\r\n", status, reason(status),
-		       content_type ? content_type : "text/plain", body_len) < 0)
+	if (fake_sendf(
+		    c,
+		    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		    "Api-Version: 1.41\r\n\r\n",
+		    status, reason(status),
+		    content_type ? content_type : "text/plain", body_len) < 0)
 		return -1;
 	return body_len ? fake_send(c, body, body_len) : 0;
 }
 
 int fake_send_json(struct fake_conn *c, int status, const char *json)
 {
-	return fake_send_response(c, status, "application/json", json, strlen(json));
+	return fake_send_response(c, status, "application/json", json,
+				  strlen(json));
 }
 
-int fake_send_frame(struct fake_conn *c, int stream, const void *data, size_t len)
+int fake_send_frame(struct fake_conn *c, int stream, const void *data,
+		    size_t len)
 {
-	unsigned char h[8] = { (unsigned char)stream, 0, 0, 0,
-			       (unsigned char)(len >> 24), (unsigned char)(len >> 16),
-			       (unsigned char)(len >> 8), (unsigned char)len };
+	unsigned char h[8] = { (unsigned char)stream,
+			       0,
+			       0,
+			       0,
+			       (unsigned char)(len >> 24),
+			       (unsigned char)(len >> 16),
+			       (unsigned char)(len >> 8),
+			       (unsigned char)len };
 
 	if (fake_send(c, h, sizeof(h)) < 0)
 		return -1;
@@ -291,8 +318,10 @@ static ssize_t fill(struct fake_conn *c)
 	for (;;) {
 		if (wait_fd(c->fe, c->fd, POLLIN) < 0)
 			return -1;
-		n = recv(c->fd, c->rbuf + c->have, sizeof(c->rbuf) - c->have, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		n = recv(c->fd, c->rbuf + c->have, sizeof(c->rbuf) - c->have,
+			 MSG_DONTWAIT);
+		if (n < 0 &&
+		    (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 			continue;
 		if (n > 0)
 			c->have += (size_t)n;
@@ -384,8 +413,8 @@ static int read_chunked(struct fake_conn *c)
 			return -1;
 		if (size == 0)
 			break;
-		if (read_body(c, size) < 0 || read_line(c, line, sizeof(line)) < 0 ||
-		    line[0] != '\0')
+		if (read_body(c, size) < 0 ||
+		    read_line(c, line, sizeof(line)) < 0 || line[0] != '\0')
 			return -1;
 	}
 	/* Trailers, up to the empty line. */
@@ -409,7 +438,12 @@ static const char *header_value(const char *line, const char *name)
 	return line;
 }
 
-enum { REQ_OK = 0, REQ_EOF = -1, REQ_BAD = -2, REQ_TOO_BIG = -3 };
+enum {
+	REQ_OK = 0,
+	REQ_EOF = -1,
+	REQ_BAD = -2,
+	REQ_TOO_BIG = -3
+};
 
 /* Read one request: head into `head` (NUL-terminated), body into c->body. */
 static int read_request(struct fake_conn *c, char *head, size_t headsz,
@@ -426,7 +460,8 @@ static int read_request(struct fake_conn *c, char *head, size_t headsz,
 	if (c->body)
 		c->body[0] = '\0';
 	for (;;) {
-		end = c->have >= 4 ? memmem(c->rbuf, c->have, "\r\n\r\n", 4) : NULL;
+		end = c->have >= 4 ? memmem(c->rbuf, c->have, "\r\n\r\n", 4) :
+				     NULL;
 		if (end)
 			break;
 		if (c->have >= sizeof(c->rbuf))
@@ -497,7 +532,9 @@ static void *serve(void *p)
 		if (rc == REQ_EOF)
 			break;
 		if (rc == REQ_TOO_BIG) {
-			fake_send_json(c, 413, "{\"message\":\"fake engine: request too large\"}");
+			fake_send_json(
+				c, 413,
+				"{\"message\":\"fake engine: request too large\"}");
 			break;
 		}
 		if (rc < 0)
@@ -529,7 +566,8 @@ static void *accept_loop(void *p)
 			break;
 		fd = accept4(fe->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == ECONNABORTED)
 				continue;
 			break;
 		}
@@ -562,7 +600,8 @@ static void *accept_loop(void *p)
 
 /* ---- life ------------------------------------------------------------- */
 
-int fake_engine_start(struct fake_engine **out, fake_handler_fn handler, void *payload)
+int fake_engine_start(struct fake_engine **out, fake_handler_fn handler,
+		      void *payload)
 {
 	struct fake_engine *fe = calloc(1, sizeof(*fe));
 	struct sockaddr_un addr;

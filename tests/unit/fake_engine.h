@@ -28,16 +28,16 @@ struct fake_engine;
 struct fake_conn;
 
 struct fake_request {
-	const char *method;   /* "GET", "POST", ... */
-	const char *path;     /* as sent, e.g. "/v1.41/_ping" */
-	const char *body;     /* NUL-terminated; may also hold NUL bytes */
+	const char *method; /* "GET", "POST", ... */
+	const char *path;   /* as sent, e.g. "/v1.41/_ping" */
+	const char *body;   /* NUL-terminated; may also hold NUL bytes */
 	size_t body_len;
-	unsigned long seq;    /* 0-based index of the request on this server */
-	unsigned int conn;    /* 1-based index of its connection */
+	unsigned long seq; /* 0-based index of the request on this server */
+	unsigned int conn; /* 1-based index of its connection */
 };
 
 typedef enum {
-	FAKE_KEEP = 0,  /* keep the connection open for the next request */
+	FAKE_KEEP = 0,	/* keep the connection open for the next request */
 	FAKE_CLOSE = 1, /* close it (the handler's response is complete) */
 } fake_action;
 
@@ -82,12 +82,14 @@ int fake_send(struct fake_conn *c, const void *data, size_t len);
 int fake_sendf(struct fake_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A complete answer with Content-Length. */
-int fake_send_response(struct fake_conn *c, int status, const char *content_type,
-		       const char *body, size_t body_len);
+int fake_send_response(struct fake_conn *c, int status,
+		       const char *content_type, const char *body,
+		       size_t body_len);
 /* The same with Content-Type: application/json and a NUL-terminated body. */
 int fake_send_json(struct fake_conn *c, int status, const char *json);
 /* One exec stream frame: 8-byte header, then `len` bytes of payload. */
-int fake_send_frame(struct fake_conn *c, int stream, const void *data, size_t len);
+int fake_send_frame(struct fake_conn *c, int stream, const void *data,
+		    size_t len);
 
 void fake_sleep_ms(unsigned int ms);
 

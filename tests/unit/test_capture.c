@@ -7,7 +7,8 @@
 
 #include "capture.h"
 
-static char *take(hutch_capture *c, size_t *len, size_t *head, uint64_t *omitted)
+static char *take(hutch_capture *c, size_t *len, size_t *head,
+		  uint64_t *omitted)
 {
 	char *s = hutch__capture_take(c, len, head, omitted);
 
@@ -49,9 +50,13 @@ Test(capture, keeps_head_and_tail)
 			data[i] = (unsigned char)(i * 7);
 		hutch__capture_init(&c, 64);
 		for (size_t at = 0; at < sizeof(data); at += piece) {
-			size_t n = sizeof(data) - at < piece ? sizeof(data) - at : piece;
+			size_t n = sizeof(data) - at < piece ?
+					   sizeof(data) - at :
+					   piece;
 
-			cr_assert_eq(hutch__capture_add(&c, (char *)data + at, n), 0);
+			cr_assert_eq(hutch__capture_add(&c, (char *)data + at,
+							n),
+				     0);
 		}
 		s = take(&c, &len, &head, &omitted);
 		cr_assert_eq(len, 64, "piece %zu", piece);
@@ -59,7 +64,8 @@ Test(capture, keeps_head_and_tail)
 		cr_assert_eq(omitted, 1000 - 64);
 		cr_assert_eq(c.total, 1000);
 		cr_assert_eq(memcmp(s, data, 32), 0, "head, piece %zu", piece);
-		cr_assert_eq(memcmp(s + 32, data + 1000 - 32, 32), 0, "tail, piece %zu", piece);
+		cr_assert_eq(memcmp(s + 32, data + 1000 - 32, 32), 0,
+			     "tail, piece %zu", piece);
 		free(s);
 		hutch__capture_free(&c);
 	}

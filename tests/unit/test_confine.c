@@ -244,8 +244,7 @@ Test(confine, fsp_open_refuses_non_files)
 	snprintf(p, sizeof(p), "%s/fifo", root_path);
 	cr_assert_eq(mkfifo(p, 0644), 0);
 	/* would block forever if it were opened for reading */
-	cr_expect_eq(fsp_open(&root, "fifo", O_RDONLY, &res, &fd),
-		     FSP_NOTFILE);
+	cr_expect_eq(fsp_open(&root, "fifo", O_RDONLY, &res, &fd), FSP_NOTFILE);
 	cr_expect_eq(fd, -1);
 	cr_expect_eq(fsp_open(&root, "sub", O_RDONLY, &res, &fd), 0);
 	cr_expect(S_ISDIR(res.st.st_mode));

@@ -19,7 +19,8 @@ static int collect(int stream, const char *data, size_t len, void *p)
 	struct sink *s = p;
 	int i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
 
-	cr_assert(stream >= 1 && stream <= 3, "stream id %d handed out", stream);
+	cr_assert(stream >= 1 && stream <= 3, "stream id %d handed out",
+		  stream);
 	cr_assert(s->len[i] + len <= sizeof(s->out[i]));
 	memcpy(s->out[i] + s->len[i], data, len);
 	s->len[i] += len;
@@ -28,8 +29,8 @@ static int collect(int stream, const char *data, size_t len, void *p)
 }
 
 /* Append one frame to buf; returns new length. */
-static size_t frame(unsigned char *buf, size_t at, int stream, const char *payload,
-		    size_t len)
+static size_t frame(unsigned char *buf, size_t at, int stream,
+		    const char *payload, size_t len)
 {
 	buf[at] = (unsigned char)stream;
 	buf[at + 1] = buf[at + 2] = buf[at + 3] = 0;
@@ -82,11 +83,16 @@ Test(demux, split_anywhere)
 		hutch_demux d;
 
 		hutch__demux_init(&d);
-		cr_assert_eq(hutch__demux_feed(&d, (char *)buf, cut, collect, &s), 0);
+		cr_assert_eq(hutch__demux_feed(&d, (char *)buf, cut, collect,
+					       &s),
+			     0);
 		cr_assert_eq(hutch__demux_at_boundary(&d),
-			     cut == 0 || cut == 14 || cut == 27 || cut == 35 || cut == 49 || cut == n,
+			     cut == 0 || cut == 14 || cut == 27 || cut == 35 ||
+				     cut == 49 || cut == n,
 			     "cut at %zu", cut);
-		cr_assert_eq(hutch__demux_feed(&d, (char *)buf + cut, n - cut, collect, &s), 0);
+		cr_assert_eq(hutch__demux_feed(&d, (char *)buf + cut, n - cut,
+					       collect, &s),
+			     0);
 		cr_assert_eq(s.len[0], 12, "cut at %zu", cut);
 		cr_assert_eq(memcmp(s.out[0], "hello world\n", 12), 0);
 		cr_assert_eq(memcmp(s.out[1], "oops\nbye\n", 9), 0);
@@ -98,7 +104,9 @@ Test(demux, split_anywhere)
 
 		hutch__demux_init(&d);
 		for (size_t i = 0; i < n; i++)
-			cr_assert_eq(hutch__demux_feed(&d, (char *)buf + i, 1, collect, &s), 0);
+			cr_assert_eq(hutch__demux_feed(&d, (char *)buf + i, 1,
+						       collect, &s),
+				     0);
 		cr_assert_eq(memcmp(s.out[0], "hello world\n", 12), 0);
 		cr_assert_eq(s.len[1], 9);
 	}
@@ -123,7 +131,7 @@ Test(demux, garbage_header_is_refused)
 		"\x04\0\0\0\0\0\0\x01x",   /* unknown stream id */
 		"\x01\x01\0\0\0\0\0\x01x", /* non-zero padding */
 		"\x01\0\0\x05\0\0\0\x01x",
-		"HTTP/1.1 200 OK\r\n",     /* not a framed stream at all */
+		"HTTP/1.1 200 OK\r\n", /* not a framed stream at all */
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -131,11 +139,14 @@ Test(demux, garbage_header_is_refused)
 		hutch_demux d;
 
 		hutch__demux_init(&d);
-		cr_assert_eq(hutch__demux_feed(&d, bad[i], 9, collect, &s), -1, "case %zu", i);
+		cr_assert_eq(hutch__demux_feed(&d, bad[i], 9, collect, &s), -1,
+			     "case %zu", i);
 		cr_assert_eq(s.calls, 0);
 		cr_assert_not(hutch__demux_at_boundary(&d));
 		/* and it stays refused */
-		cr_assert_eq(hutch__demux_feed(&d, "\x01\0\0\0\0\0\0\0", 8, collect, &s), -1);
+		cr_assert_eq(hutch__demux_feed(&d, "\x01\0\0\0\0\0\0\0", 8,
+					       collect, &s),
+			     -1);
 	}
 }
 

@@ -26,17 +26,18 @@ static void fini(void)
 
 TestSuite(editmatch, .fini = fini, .timeout = 120);
 
-#define OUT_EQ(want)                                                       \
-	do {                                                               \
-		cr_assert_not_null(res.out);                               \
-		cr_expect_eq(res.out_len, strlen(want), "len %zu: [%s]",   \
-			     res.out_len, res.out);                        \
-		cr_expect_str_eq(res.out, want);                           \
+#define OUT_EQ(want)                                                     \
+	do {                                                             \
+		cr_assert_not_null(res.out);                             \
+		cr_expect_eq(res.out_len, strlen(want), "len %zu: [%s]", \
+			     res.out_len, res.out);                      \
+		cr_expect_str_eq(res.out, want);                         \
 	} while (0)
 
 Test(editmatch, exact_unique)
 {
-	cr_assert_eq(edit("a\nfoo(1);\nb\n", "foo(1);", "foo(2);", false), EM_OK);
+	cr_assert_eq(edit("a\nfoo(1);\nb\n", "foo(1);", "foo(2);", false),
+		     EM_OK);
 	OUT_EQ("a\nfoo(2);\nb\n");
 	cr_expect_eq(res.match, EM_MATCH_EXACT);
 	cr_expect_eq(res.count, 1);
@@ -113,8 +114,8 @@ Test(editmatch, trailing_whitespace_is_ignored)
 {
 	const char *file = "def f():   \n    return 1\t\n\nend\n";
 
-	cr_assert_eq(edit(file, "def f():\n    return 1\n", "def f():\n    return 2\n",
-			  false),
+	cr_assert_eq(edit(file, "def f():\n    return 1\n",
+			  "def f():\n    return 2\n", false),
 		     EM_OK);
 	cr_expect_eq(res.match, EM_MATCH_WHITESPACE);
 	cr_expect_str_eq(em_match_name(res.match), "whitespace");
@@ -154,7 +155,8 @@ Test(editmatch, crlf_file_stays_crlf_byte_for_byte)
 
 Test(editmatch, indentation_tabs_vs_spaces_reindents)
 {
-	const char *file = "class A:\n\tdef f(self):\n\t\treturn 1\n\tdef g(self):\n\t\tpass\n";
+	const char *file =
+		"class A:\n\tdef f(self):\n\t\treturn 1\n\tdef g(self):\n\t\tpass\n";
 
 	cr_assert_eq(edit(file, "def f(self):\n    return 1\n",
 			  "def f(self):\n    x = 1\n    return x\n", false),
@@ -167,10 +169,11 @@ Test(editmatch, indentation_tabs_vs_spaces_reindents)
 
 Test(editmatch, indentation_shifted_block)
 {
-	const char *file = "fn main() {\n        if a {\n            b();\n        }\n}\n";
+	const char *file =
+		"fn main() {\n        if a {\n            b();\n        }\n}\n";
 
-	cr_assert_eq(edit(file, "if a {\n    b();\n}", "if a {\n    c();\n    d();\n}",
-			  false),
+	cr_assert_eq(edit(file, "if a {\n    b();\n}",
+			  "if a {\n    c();\n    d();\n}", false),
 		     EM_OK);
 	cr_expect_eq(res.match, EM_MATCH_INDENTATION);
 	OUT_EQ("fn main() {\n        if a {\n            c();\n            d();\n        }\n}\n");
@@ -178,32 +181,38 @@ Test(editmatch, indentation_shifted_block)
 
 Test(editmatch, normalised_match_must_be_unique)
 {
-	cr_assert_eq(edit("  x = 1 \nz\n    x = 1 \n", "x = 1\n", "x = 2\n", false),
+	cr_assert_eq(edit("  x = 1 \nz\n    x = 1 \n", "x = 1\n", "x = 2\n",
+			  false),
 		     EM_AMBIGUOUS);
 	cr_expect_eq(res.match, EM_MATCH_INDENTATION);
 	cr_expect_eq(res.count, 2);
 	cr_expect_eq(res.lines[0], 1);
 	cr_expect_eq(res.lines[1], 3);
-	cr_assert_eq(edit("  x = 1 \nz\n    x = 1 \n", "x = 1\n", "x = 2\n", true),
+	cr_assert_eq(edit("  x = 1 \nz\n    x = 1 \n", "x = 1\n", "x = 2\n",
+			  true),
 		     EM_OK);
 	OUT_EQ("  x = 2\nz\n    x = 2\n");
 }
 
 Test(editmatch, unicode_bytes)
 {
-	cr_assert_eq(edit("caf\xc3\xa9 \xe2\x86\x92 na\xc3\xafve\n", "\xe2\x86\x92 na\xc3\xafve",
-			  "\xf0\x9f\x98\x80", false),
+	cr_assert_eq(edit("caf\xc3\xa9 \xe2\x86\x92 na\xc3\xafve\n",
+			  "\xe2\x86\x92 na\xc3\xafve", "\xf0\x9f\x98\x80",
+			  false),
 		     EM_OK);
 	OUT_EQ("caf\xc3\xa9 \xf0\x9f\x98\x80\n");
-	cr_assert_eq(edit("  \xc3\xa9t\xc3\xa9\n", "\xc3\xa9t\xc3\xa9\n", "\xc3\xa9\n", false),
+	cr_assert_eq(edit("  \xc3\xa9t\xc3\xa9\n", "\xc3\xa9t\xc3\xa9\n",
+			  "\xc3\xa9\n", false),
 		     EM_OK);
 }
 
 Test(editmatch, closest_region_on_no_match)
 {
-	const char *file = "line one\nline two\nint compute(int a) {\n\treturn a + 1;\n}\nlast\n";
+	const char *file =
+		"line one\nline two\nint compute(int a) {\n\treturn a + 1;\n}\nlast\n";
 
-	cr_assert_eq(edit(file, "int compute(int a) {\n\treturn a + 2;\n}\n", "x", false),
+	cr_assert_eq(edit(file, "int compute(int a) {\n\treturn a + 2;\n}\n",
+			  "x", false),
 		     EM_NOMATCH);
 	cr_assert_not_null(res.closest);
 	cr_expect_eq(res.closest_line, 3);
@@ -211,7 +220,8 @@ Test(editmatch, closest_region_on_no_match)
 				      "     4\t\treturn a + 1;\n"
 				      "     5\t}");
 	/* nothing alike at all: no closest */
-	cr_assert_eq(edit(file, "zzzzzzzzzzzzzzzzzz qqqqqqq", "x", false), EM_NOMATCH);
+	cr_assert_eq(edit(file, "zzzzzzzzzzzzzzzzzz qqqqqqq", "x", false),
+		     EM_NOMATCH);
 	cr_expect_null(res.closest);
 	cr_expect_eq(res.closest_line, 0);
 }

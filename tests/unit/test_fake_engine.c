@@ -19,8 +19,10 @@
 #define START_PATH "/v1.41/exec/" EXEC_ID "/start"
 #define INSPECT_PATH "/v1.41/exec/" EXEC_ID "/json"
 #define CONTAINER_PATH "/v1.41/containers/hutch-s/json"
-#define RUNNING "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\",\"Running\":true}}"
-#define STOPPED "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"exited\",\"Running\":false}}"
+#define RUNNING \
+	"{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\",\"Running\":true}}"
+#define STOPPED \
+	"{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"exited\",\"Running\":false}}"
 
 static struct fake_engine *fe;
 static hutch_engine *engine;
@@ -60,9 +62,10 @@ static void open_engine(fake_handler_fn handler, void *payload)
 {
 	hutch_error *e = NULL;
 
-	cr_assert_eq(fake_engine_start(&fe, handler, payload), 0, "fake engine: %m");
-	cr_assert_eq(hutch_engine_open(&engine, fake_engine_url(fe), &e), 0, "open: %s",
-		     hutch_error_message(e));
+	cr_assert_eq(fake_engine_start(&fe, handler, payload), 0,
+		     "fake engine: %m");
+	cr_assert_eq(hutch_engine_open(&engine, fake_engine_url(fe), &e), 0,
+		     "open: %s", hutch_error_message(e));
 	cr_assert_str_eq(hutch_engine_url(engine), fake_engine_url(fe));
 }
 
@@ -71,8 +74,8 @@ static void open_session(fake_handler_fn handler, void *payload)
 	hutch_error *e = NULL;
 
 	open_engine(handler, payload);
-	cr_assert_eq(hutch_session_open(&session, engine, "s", NULL, &e), 0, "session: %s",
-		     hutch_error_message(e));
+	cr_assert_eq(hutch_session_open(&session, engine, "s", NULL, &e), 0,
+		     "session: %s", hutch_error_message(e));
 }
 
 static int run_cmd(void)
@@ -87,7 +90,8 @@ static int run_cmd(void)
 	return hutch_exec_run(&res, session, &o, &err);
 }
 
-static int is(const struct fake_request *r, const char *method, const char *path)
+static int is(const struct fake_request *r, const char *method,
+	      const char *path)
 {
 	return strcmp(r->method, method) == 0 && strcmp(r->path, path) == 0;
 }
@@ -95,12 +99,12 @@ static int is(const struct fake_request *r, const char *method, const char *path
 /* ---- a scripted exec engine --------------------------------------------- */
 
 struct script {
-	int create_status;            /* 0: 201 */
-	const char *create_body;      /* NULL: {"Id":"abc123"} */
-	fake_action (*start)(struct fake_conn *c);   /* NULL: empty stream */
-	const char *inspect[4];       /* exec inspect answers; the last repeats */
+	int create_status;			   /* 0: 201 */
+	const char *create_body;		   /* NULL: {"Id":"abc123"} */
+	fake_action (*start)(struct fake_conn *c); /* NULL: empty stream */
+	const char *inspect[4]; /* exec inspect answers; the last repeats */
 	int ninspect;
-	const char *container;        /* container inspect body; NULL: 404 */
+	const char *container; /* container inspect body; NULL: 404 */
 	/* written by the server thread */
 	int inspect_calls;
 	int start_body_ok;
@@ -111,8 +115,10 @@ static void stream_head(struct fake_conn *c)
 {
 	/* What Docker answers to a non-upgraded exec start: no length, the
 	 * stream runs until the connection closes. */
-	fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
-		   "Api-Version: 1.41\r\n\r\n");
+	fake_sendf(
+		c,
+		"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+		"Api-Version: 1.41\r\n\r\n");
 }
 
 static fake_action start_empty(struct fake_conn *c)
@@ -121,7 +127,8 @@ static fake_action start_empty(struct fake_conn *c)
 	return FAKE_CLOSE;
 }
 
-static fake_action script_handler(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action script_handler(struct fake_conn *c,
+				  const struct fake_request *r, void *p)
 {
 	struct script *s = p;
 	const char *answer;
@@ -129,20 +136,24 @@ static fake_action script_handler(struct fake_conn *c, const struct fake_request
 
 	if (is(r, "POST", CREATE_PATH)) {
 		fake_send_json(c, s->create_status ? s->create_status : 201,
-			       s->create_body ? s->create_body : "{\"Id\":\"" EXEC_ID "\"}");
+			       s->create_body ? s->create_body :
+						"{\"Id\":\"" EXEC_ID "\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "POST", START_PATH)) {
 		if (strcmp(r->body, "{\"Detach\":false,\"Tty\":false}") == 0)
-			__atomic_store_n(&s->start_body_ok, 1, __ATOMIC_SEQ_CST);
+			__atomic_store_n(&s->start_body_ok, 1,
+					 __ATOMIC_SEQ_CST);
 		return s->start ? s->start(c) : start_empty(c);
 	}
 	if (is(r, "GET", INSPECT_PATH)) {
 		i = __atomic_fetch_add(&s->inspect_calls, 1, __ATOMIC_SEQ_CST);
 		if (s->ninspect == 0)
-			answer = "{\"ID\":\"" EXEC_ID "\",\"Running\":false,\"ExitCode\":0}";
+			answer = "{\"ID\":\"" EXEC_ID
+				 "\",\"Running\":false,\"ExitCode\":0}";
 		else
-			answer = s->inspect[i < s->ninspect ? i : s->ninspect - 1];
+			answer = s->inspect[i < s->ninspect ? i :
+							      s->ninspect - 1];
 		fake_send_json(c, 200, answer);
 		return FAKE_KEEP;
 	}
@@ -150,7 +161,9 @@ static fake_action script_handler(struct fake_conn *c, const struct fake_request
 		if (s->container)
 			fake_send_json(c, 200, s->container);
 		else
-			fake_send_json(c, 404, "{\"message\":\"No such container: hutch-s\"}");
+			fake_send_json(
+				c, 404,
+				"{\"message\":\"No such container: hutch-s\"}");
 		return FAKE_KEEP;
 	}
 	__atomic_fetch_add(&s->unexpected, 1, __ATOMIC_SEQ_CST);
@@ -166,9 +179,13 @@ static int expect_create_failure(struct script *s, const char *engine_msg)
 
 	open_session(script_handler, s);
 	rc = run_cmd();
-	cr_expect_lt(rc, 0, "a 500 at exec create must fail the run (rc %d, status %s); log: %s",
-		     rc, res ? hutch_exec_status_name(hutch_exec_result_status(res)) : "-",
-		     log_text());
+	cr_expect_lt(
+		rc, 0,
+		"a 500 at exec create must fail the run (rc %d, status %s); log: %s",
+		rc,
+		res ? hutch_exec_status_name(hutch_exec_result_status(res)) :
+		      "-",
+		log_text());
 	cr_expect_null(res, "no result on failure");
 	cr_assert_not_null(err);
 	cr_expect_eq(hutch_error_code(err), rc);
@@ -177,14 +194,19 @@ static int expect_create_failure(struct script *s, const char *engine_msg)
 	cr_expect(strstr(msg(), engine_msg) != NULL, "message: %s", msg());
 	cr_expect(strstr(msg(), "HTTP 500") != NULL, "message: %s", msg());
 	cr_expect_eq(hutch_error_http_status(err), 500);
-	cr_expect_str_eq(hutch_error_engine_message(err) ? hutch_error_engine_message(err) : "",
+	cr_expect_str_eq(hutch_error_engine_message(err) ?
+				 hutch_error_engine_message(err) :
+				 "",
 			 engine_msg);
 	/* A plain 500 is not "container gone": no recreate, no second try. */
-	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s", log_text());
-	cr_expect_eq(fake_engine_count(fe, "POST", "/v1.41/containers/create*"), 0);
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s",
+		     log_text());
+	cr_expect_eq(fake_engine_count(fe, "POST", "/v1.41/containers/create*"),
+		     0);
 	/* No exec was made, so nothing may be started or inspected. */
 	cr_expect_eq(fake_engine_count(fe, NULL, "/v1.41/exec/*"), 0,
-		     "requests for an exec that was never created; log: %s", log_text());
+		     "requests for an exec that was never created; log: %s",
+		     log_text());
 	cr_expect_eq(s->unexpected, 0, "log: %s", log_text());
 	return rc;
 }
@@ -202,7 +224,8 @@ Test(fake, create_500_podman_body)
 {
 	static struct script s = {
 		.create_status = 500,
-		.create_body = "{\"cause\":\"c\",\"message\":\"podman boom\",\"response\":500}",
+		.create_body =
+			"{\"cause\":\"c\",\"message\":\"podman boom\",\"response\":500}",
 		.container = RUNNING,
 	};
 
@@ -219,9 +242,11 @@ Test(fake, create_500_is_never_sandbox_lost)
 
 	open_session(script_handler, &s);
 	rc = run_cmd();
-	cr_expect_lt(rc, 0, "rc %d, status %s; log: %s", rc,
-		     res ? hutch_exec_status_name(hutch_exec_result_status(res)) : "-",
-		     log_text());
+	cr_expect_lt(
+		rc, 0, "rc %d, status %s; log: %s", rc,
+		res ? hutch_exec_status_name(hutch_exec_result_status(res)) :
+		      "-",
+		log_text());
 	cr_expect(strstr(msg(), "boom") != NULL, "message: %s", msg());
 }
 
@@ -231,7 +256,10 @@ static fake_action start_cut(struct fake_conn *c)
 {
 	stream_head(c);
 	/* The header promises 100 bytes; 10 come, then the connection ends. */
-	fake_send(c, "\x01\0\0\0\0\0\0\x64" "0123456789", 18);
+	fake_send(c,
+		  "\x01\0\0\0\0\0\0\x64"
+		  "0123456789",
+		  18);
 	return FAKE_CLOSE;
 }
 
@@ -247,13 +275,17 @@ Test(fake, cut_stream_is_an_error)
 
 	open_session(script_handler, &s);
 	rc = run_cmd();
-	cr_expect_lt(rc, 0, "a cut stream reported as rc %d (status %s, exit %d)", rc,
-		     res ? hutch_exec_status_name(hutch_exec_result_status(res)) : "-",
-		     res ? hutch_exec_result_exit_code(res) : -1);
+	cr_expect_lt(
+		rc, 0, "a cut stream reported as rc %d (status %s, exit %d)",
+		rc,
+		res ? hutch_exec_status_name(hutch_exec_result_status(res)) :
+		      "-",
+		res ? hutch_exec_result_exit_code(res) : -1);
 	cr_expect_null(res, "partial output must not come back as a result");
 	cr_expect(strstr(msg(), "stream") != NULL, "message: %s", msg());
 	cr_expect(strstr(msg(), "inside a frame") || strstr(msg(), "broke") ||
-		  strstr(msg(), "cut"), "message does not say the stream was cut: %s", msg());
+			  strstr(msg(), "cut"),
+		  "message does not say the stream was cut: %s", msg());
 	cr_expect_eq(s.start_body_ok, 1, "exec start body");
 }
 
@@ -268,7 +300,8 @@ static fake_action start_garbage(struct fake_conn *c)
 
 Test(fake, unframed_stream_is_eproto)
 {
-	static struct script s = { .start = start_garbage, .container = RUNNING };
+	static struct script s = { .start = start_garbage,
+				   .container = RUNNING };
 	int rc;
 
 	open_session(script_handler, &s);
@@ -282,7 +315,8 @@ Test(fake, unframed_stream_is_eproto)
 
 Test(fake, create_non_json_is_eproto)
 {
-	static struct script s = { .create_body = "Id: abc123, honest", .container = RUNNING };
+	static struct script s = { .create_body = "Id: abc123, honest",
+				   .container = RUNNING };
 	int rc;
 
 	open_session(script_handler, &s);
@@ -290,7 +324,8 @@ Test(fake, create_non_json_is_eproto)
 	cr_expect_eq(rc, HUTCH_EPROTO, "rc %d: %s", rc, msg());
 	cr_expect_eq(hutch_error_code(err), HUTCH_EPROTO, "%s", msg());
 	cr_expect_null(res);
-	cr_expect_eq(fake_engine_count(fe, NULL, "/v1.41/exec/*"), 0, "log: %s", log_text());
+	cr_expect_eq(fake_engine_count(fe, NULL, "/v1.41/exec/*"), 0, "log: %s",
+		     log_text());
 }
 
 /* ---- f: Podman's "running, exit code 0" moment ---------------------------- */
@@ -306,7 +341,8 @@ Test(fake, inspect_running_race_waits_for_real_code)
 {
 	static struct script s = {
 		.start = start_one_frame,
-		.inspect = { "{\"Running\":true,\"ExitCode\":0}", "{\"Running\":true,\"ExitCode\":0}",
+		.inspect = { "{\"Running\":true,\"ExitCode\":0}",
+			     "{\"Running\":true,\"ExitCode\":0}",
 			     "{\"Running\":false,\"ExitCode\":3}" },
 		.ninspect = 3,
 		.container = RUNNING,
@@ -318,25 +354,29 @@ Test(fake, inspect_running_race_waits_for_real_code)
 	cr_assert_eq(rc, 0, "%s", msg());
 	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_OK);
 	cr_expect_eq(hutch_exec_result_exit_code(res), 3);
-	cr_expect_eq(s.inspect_calls, 3, "inspect asked %d times", s.inspect_calls);
+	cr_expect_eq(s.inspect_calls, 3, "inspect asked %d times",
+		     s.inspect_calls);
 	cr_expect_eq(hutch_exec_result_retried(res), 0);
 }
 
 /* ---- g: an engine older than the pinned API -------------------------------- */
 
-static fake_action old_engine(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action old_engine(struct fake_conn *c, const struct fake_request *r,
+			      void *p)
 {
 	int *unexpected = p;
 
 	if (strncmp(r->path, "/v1.41/", 7) == 0) {
-		fake_send_json(c, 400, "{\"message\":\"client version 1.41 is too new. "
-				       "Maximum supported API version is 1.40\"}");
+		fake_send_json(c, 400,
+			       "{\"message\":\"client version 1.41 is too new. "
+			       "Maximum supported API version is 1.40\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "GET", "/version")) {
-		fake_send_json(c, 200, "{\"ApiVersion\":\"1.40\",\"Version\":\"19.03\","
-				       "\"MinAPIVersion\":\"1.12\",\"Os\":\"linux\","
-				       "\"Arch\":\"amd64\"}");
+		fake_send_json(c, 200,
+			       "{\"ApiVersion\":\"1.40\",\"Version\":\"19.03\","
+			       "\"MinAPIVersion\":\"1.12\",\"Os\":\"linux\","
+			       "\"Arch\":\"amd64\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "GET", "/v1.40/images/foo:1/json")) {
@@ -359,18 +399,22 @@ Test(fake, negotiates_older_api_version)
 	rc = hutch_engine_image_exists(engine, "foo:1", &err);
 	cr_expect_eq(rc, 1, "rc %d: %s; log: %s", rc, msg(), log_text());
 	cr_expect_str_eq(hutch_engine_api_version(engine), "1.40");
-	cr_expect_str_eq(fake_engine_request(fe, 0) ? fake_engine_request(fe, 0) : "",
-			 "GET /v1.41/images/foo:1/json");
-	cr_expect_str_eq(fake_engine_request(fe, 1) ? fake_engine_request(fe, 1) : "",
-			 "GET /version");
-	cr_expect_str_eq(fake_engine_request(fe, 2) ? fake_engine_request(fe, 2) : "",
-			 "GET /v1.40/images/foo:1/json");
+	cr_expect_str_eq(
+		fake_engine_request(fe, 0) ? fake_engine_request(fe, 0) : "",
+		"GET /v1.41/images/foo:1/json");
+	cr_expect_str_eq(
+		fake_engine_request(fe, 1) ? fake_engine_request(fe, 1) : "",
+		"GET /version");
+	cr_expect_str_eq(
+		fake_engine_request(fe, 2) ? fake_engine_request(fe, 2) : "",
+		"GET /v1.40/images/foo:1/json");
 
 	/* From now on straight to 1.40, no second negotiation. */
 	rc = hutch_engine_image_exists(engine, "foo:1", &err);
 	cr_expect_eq(rc, 1, "rc %d: %s", rc, msg());
 	cr_expect_eq(fake_engine_request_count(fe), 4, "log: %s", log_text());
-	cr_expect_eq(fake_engine_count(fe, "GET", "/v1.41/*"), 1, "log: %s", log_text());
+	cr_expect_eq(fake_engine_count(fe, "GET", "/v1.41/*"), 1, "log: %s",
+		     log_text());
 
 	rc = hutch_engine_info_get(&info, engine, &err);
 	cr_assert_eq(rc, 0, "%s", msg());
@@ -385,7 +429,8 @@ Test(fake, negotiates_older_api_version)
 
 #define BIG_LEN (17u * MIB)
 
-static fake_action big_engine(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action big_engine(struct fake_conn *c, const struct fake_request *r,
+			      void *p)
 {
 	static char chunk[64 * 1024];
 	size_t left = BIG_LEN - 2, n;
@@ -401,8 +446,10 @@ static fake_action big_engine(struct fake_conn *c, const struct fake_request *r,
 	}
 	memset(chunk, 'a', sizeof(chunk));
 	/* One JSON string of 17 MiB, streamed from a 64 KiB buffer. */
-	if (fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-		       "Content-Length: %u\r\n\r\n\"", BIG_LEN) < 0)
+	if (fake_sendf(c,
+		       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		       "Content-Length: %u\r\n\r\n\"",
+		       BIG_LEN) < 0)
 		return FAKE_CLOSE;
 	while (left > 0) {
 		n = left < sizeof(chunk) ? left : sizeof(chunk);
@@ -438,18 +485,21 @@ Test(fake, oversized_answer_is_etoobig)
 	err = NULL;
 	after = heap_in_use();
 	/* The 16 MiB buffer is gone again. */
-	cr_expect_lt(after, before + MIB, "heap grew from %zu to %zu bytes", before, after);
+	cr_expect_lt(after, before + MIB, "heap grew from %zu to %zu bytes",
+		     before, after);
 	/* The handle is still good. */
 	cr_expect_eq(hutch_engine_ping(engine, &err), 0, "%s", msg());
 }
 
 /* ---- i: keep-alive --------------------------------------------------------- */
 
-static fake_action ping_engine(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action ping_engine(struct fake_conn *c,
+			       const struct fake_request *r, void *p)
 {
 	(void)p;
 	if (is(r, "GET", "/_ping"))
-		fake_send_response(c, 200, "text/plain; charset=utf-8", "OK", 2);
+		fake_send_response(c, 200, "text/plain; charset=utf-8", "OK",
+				   2);
 	else
 		fake_send_json(c, 404, "{\"message\":\"page not found\"}");
 	return FAKE_KEEP;
@@ -459,10 +509,12 @@ Test(fake, calls_share_one_connection)
 {
 	open_engine(ping_engine, NULL);
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(hutch_engine_ping(engine, &err), 0, "ping %d: %s", i, msg());
-	cr_expect_eq(fake_engine_count(fe, "GET", "/_ping"), 3, "log: %s", log_text());
-	cr_expect_eq(fake_engine_connections(fe), 1, "%u connections for 3 pings",
-		     fake_engine_connections(fe));
+		cr_assert_eq(hutch_engine_ping(engine, &err), 0, "ping %d: %s",
+			     i, msg());
+	cr_expect_eq(fake_engine_count(fe, "GET", "/_ping"), 3, "log: %s",
+		     log_text());
+	cr_expect_eq(fake_engine_connections(fe), 1,
+		     "%u connections for 3 pings", fake_engine_connections(fe));
 }
 
 /* ---- j: exit code 137 ------------------------------------------------------ */
@@ -480,12 +532,15 @@ Test(fake, exit_137_container_gone_is_sandbox_lost)
 	open_session(script_handler, &s);
 	rc = run_cmd();
 	cr_assert_eq(rc, 0, "%s", msg());
-	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_SANDBOX_LOST, "status %s",
+	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_SANDBOX_LOST,
+		     "status %s",
 		     hutch_exec_status_name(hutch_exec_result_status(res)));
 	cr_expect_eq(hutch_exec_result_exit_code(res), -1);
-	cr_expect_eq(fake_engine_count(fe, "GET", CONTAINER_PATH), 1, "log: %s", log_text());
+	cr_expect_eq(fake_engine_count(fe, "GET", CONTAINER_PATH), 1, "log: %s",
+		     log_text());
 	/* Never run again. */
-	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s", log_text());
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s",
+		     log_text());
 }
 
 Test(fake, exit_137_container_running_is_ok)
@@ -506,14 +561,17 @@ Test(fake, exit_137_container_running_is_ok)
 	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_OK, "status %s",
 		     hutch_exec_status_name(hutch_exec_result_status(res)));
 	cr_expect_eq(hutch_exec_result_exit_code(res), 137);
-	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, NULL, NULL);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, NULL,
+				 NULL);
 	cr_expect_eq(len, 8);
 	cr_expect_str_eq(data, "partial\n");
 	/* A SIGKILL death makes hutch give the container's state a moment to
 	 * settle (Docker reports the exec ended before the container), so it
 	 * asks more than once, but boundedly, before calling it alive. */
-	cr_expect_geq(fake_engine_count(fe, "GET", CONTAINER_PATH), 2, "log: %s", log_text());
-	cr_expect_leq(fake_engine_count(fe, "GET", CONTAINER_PATH), 100, "log: %s", log_text());
+	cr_expect_geq(fake_engine_count(fe, "GET", CONTAINER_PATH), 2,
+		      "log: %s", log_text());
+	cr_expect_leq(fake_engine_count(fe, "GET", CONTAINER_PATH), 100,
+		      "log: %s", log_text());
 }
 
 /* ---- k: frames split across writes ----------------------------------------- */
@@ -523,11 +581,8 @@ static const struct {
 	const char *data;
 	size_t len;
 } frames[] = {
-	{ 1, "hello, ", 7 },
-	{ 2, "warn: one\n", 10 },
-	{ 1, "wor\0ld", 6 },
-	{ 1, "\n", 1 },
-	{ 2, "two\n", 4 },
+	{ 1, "hello, ", 7 }, { 2, "warn: one\n", 10 }, { 1, "wor\0ld", 6 },
+	{ 1, "\n", 1 },	     { 2, "two\n", 4 },
 };
 
 static fake_action start_split(struct fake_conn *c)
@@ -539,7 +594,13 @@ static fake_action start_split(struct fake_conn *c)
 
 	for (size_t f = 0; f < sizeof(frames) / sizeof(frames[0]); f++) {
 		size_t l = frames[f].len;
-		unsigned char h[8] = { (unsigned char)frames[f].stream, 0, 0, 0, 0, 0, 0,
+		unsigned char h[8] = { (unsigned char)frames[f].stream,
+				       0,
+				       0,
+				       0,
+				       0,
+				       0,
+				       0,
 				       (unsigned char)l };
 
 		memcpy(all + len, h, 8);
@@ -575,14 +636,16 @@ Test(fake, split_frames_are_captured_exactly)
 	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_OK);
 	cr_expect_eq(hutch_exec_result_exit_code(res), 0);
 
-	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, &total, &omitted);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, &total,
+				 &omitted);
 	cr_expect_eq(len, 14, "stdout is %zu bytes", len);
-	cr_expect(len == 14 && memcmp(data, "hello, wor\0ld\n", 14) == 0, "stdout: '%.*s'",
-		  (int)len, data);
+	cr_expect(len == 14 && memcmp(data, "hello, wor\0ld\n", 14) == 0,
+		  "stdout: '%.*s'", (int)len, data);
 	cr_expect_eq(total, 14);
 	cr_expect_eq(omitted, 0);
 
-	hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &data, &len, &total, &omitted);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &data, &len, &total,
+				 &omitted);
 	cr_expect_eq(len, 14, "stderr is %zu bytes", len);
 	cr_expect_str_eq(data, "warn: one\ntwo\n");
 	cr_expect_eq(total, 14);
@@ -603,7 +666,8 @@ Test(fake, missing_socket_is_unreachable)
 	snprintf(url, sizeof(url), "unix://%s", path);
 	rc = hutch_engine_open(&engine, url, &e);
 	rmdir(dir);
-	cr_assert_eq(rc, 0, "open makes no request: %s", hutch_error_message(e));
+	cr_assert_eq(rc, 0, "open makes no request: %s",
+		     hutch_error_message(e));
 
 	rc = hutch_engine_ping(engine, &err);
 	cr_expect_eq(rc, HUTCH_EUNREACHABLE, "rc %d: %s", rc, msg());

@@ -18,9 +18,9 @@
 /* What one fake engine holds. */
 struct world {
 	const char *containers[8]; /* session names with a container */
-	const char *volumes[8];    /* session names with a workspace volume */
-	int running;               /* hutch sessions it says are running */
-	int fail_lists;            /* answer the container list with 500 */
+	const char *volumes[8];	   /* session names with a workspace volume */
+	int running;		   /* hutch sessions it says are running */
+	int fail_lists;		   /* answer the container list with 500 */
 };
 
 static struct fake_engine *fe[2];
@@ -48,7 +48,8 @@ static int listed(const char *const *names, const char *name)
 	return 0;
 }
 
-static fake_action handler(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action handler(struct fake_conn *c, const struct fake_request *r,
+			   void *p)
 {
 	struct world *wd = p;
 	const char *path = r->path;
@@ -60,14 +61,16 @@ static fake_action handler(struct fake_conn *c, const struct fake_request *r, vo
 		if (listed(wd->containers, name))
 			fake_send_json(c, 200, "{\"Id\":\"abc\"}");
 		else
-			fake_send_json(c, 404, "{\"message\":\"No such container\"}");
+			fake_send_json(c, 404,
+				       "{\"message\":\"No such container\"}");
 		return FAKE_KEEP;
 	}
 	if (sscanf(path, "/volumes/hutch-%127s", name) == 1) {
 		if (listed(wd->volumes, name))
 			fake_send_json(c, 200, "{\"Name\":\"x\"}");
 		else
-			fake_send_json(c, 404, "{\"message\":\"no such volume\"}");
+			fake_send_json(c, 404,
+				       "{\"message\":\"no such volume\"}");
 		return FAKE_KEEP;
 	}
 	if (strncmp(path, "/containers/json?", 17) == 0) {
@@ -78,7 +81,8 @@ static fake_action handler(struct fake_conn *c, const struct fake_request *r, vo
 			return FAKE_KEEP;
 		}
 		/* Only running hutch containers are asked for. */
-		cr_assert(strstr(path, "dev.hutch.session") && strstr(path, "running"),
+		cr_assert(strstr(path, "dev.hutch.session") &&
+				  strstr(path, "running"),
 			  "unexpected list: %s", path);
 		for (int i = 0; i < wd->running; i++)
 			strcat(body, i ? ",{}" : "{}");
@@ -99,10 +103,12 @@ static void start(int down)
 	hutch_error *err = NULL;
 
 	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(fake_engine_start(&fe[i], handler, &w[i]), 0, "fake engine: %m");
+		cr_assert_eq(fake_engine_start(&fe[i], handler, &w[i]), 0,
+			     "fake engine: %m");
 		urls[i] = fake_engine_url(fe[i]);
 		if (i == down) {
-			snprintf(gone[i], sizeof(gone[i]), "unix://%s/nobody.sock",
+			snprintf(gone[i], sizeof(gone[i]),
+				 "unix://%s/nobody.sock",
 				 fake_engine_dir(fe[i]));
 			urls[i] = gone[i];
 		}
@@ -144,12 +150,18 @@ Test(fleet, found_where_it_lives_whatever_the_load)
 	cr_assert_eq(found, 1);
 	/* Without CREATE too; each locate asks every engine. */
 	cr_assert_eq(where("a", 0, &found), 0);
-	cr_assert_eq(fake_engine_count(fe[1], "GET", "/v1.41/containers/hutch-a/json"), 2);
-	cr_assert_eq(fake_engine_count(fe[0], "GET", "/v1.41/containers/hutch-b/json"), 1);
+	cr_assert_eq(fake_engine_count(fe[1], "GET",
+				       "/v1.41/containers/hutch-a/json"),
+		     2);
+	cr_assert_eq(fake_engine_count(fe[0], "GET",
+				       "/v1.41/containers/hutch-b/json"),
+		     1);
 	/* A session that exists costs no load count: that is only for new
 	 * ones. */
 	for (int i = 0; i < 2; i++)
-		cr_assert_eq(fake_engine_count(fe[i], "GET", "/v1.41/containers/json*"), 0);
+		cr_assert_eq(fake_engine_count(fe[i], "GET",
+					       "/v1.41/containers/json*"),
+			     0);
 }
 
 Test(fleet, new_session_goes_to_the_less_loaded_engine)
@@ -162,7 +174,9 @@ Test(fleet, new_session_goes_to_the_less_loaded_engine)
 	cr_assert_eq(where("fresh", HUTCH_FLEET_CREATE, &found), 1);
 	cr_assert_eq(found, 0);
 	for (int i = 0; i < 2; i++)
-		cr_assert_eq(fake_engine_count(fe[i], "GET", "/v1.41/containers/json*"), 1);
+		cr_assert_eq(fake_engine_count(fe[i], "GET",
+					       "/v1.41/containers/json*"),
+			     1);
 	w[0].running = 1;
 	cr_assert_eq(where("fresh2", HUTCH_FLEET_CREATE, &found), 0);
 }
@@ -203,9 +217,12 @@ Test(fleet, equal_load_ties_go_the_same_way_every_time)
 	rev[0] = hutch_engine_url(hutch_fleet_engine(fleet, 1));
 	rev[1] = hutch_engine_url(hutch_fleet_engine(fleet, 0));
 	cr_assert_eq(hutch_fleet_open(&other, rev, 2, &err), 0);
-	cr_assert_eq(hutch_fleet_locate(other, "tie", HUTCH_FLEET_CREATE, &e, NULL, &err), 0);
-	cr_assert_str_eq(hutch_engine_url(e),
-			 hutch_engine_url(hutch_fleet_engine(fleet, (size_t)first)));
+	cr_assert_eq(hutch_fleet_locate(other, "tie", HUTCH_FLEET_CREATE, &e,
+					NULL, &err),
+		     0);
+	cr_assert_str_eq(
+		hutch_engine_url(e),
+		hutch_engine_url(hutch_fleet_engine(fleet, (size_t)first)));
 	hutch_fleet_free(other);
 }
 
@@ -243,14 +260,16 @@ Test(fleet, no_engine_answers)
 	hutch_fleet *f = NULL;
 	hutch_error *err = NULL;
 	hutch_engine *e = NULL;
-	const char *urls[] = { "unix:///nonexistent/a.sock", "unix:///nonexistent/b.sock" };
+	const char *urls[] = { "unix:///nonexistent/a.sock",
+			       "unix:///nonexistent/b.sock" };
 	int rc;
 
 	cr_assert_eq(hutch_fleet_open(&f, urls, 2, &err), 0);
 	rc = hutch_fleet_locate(f, "s", HUTCH_FLEET_CREATE, &e, NULL, &err);
 	cr_assert_eq(rc, HUTCH_EUNREACHABLE);
 	cr_assert(strstr(hutch_error_message(err), "a.sock") &&
-		  strstr(hutch_error_message(err), "b.sock"), "%s", hutch_error_message(err));
+			  strstr(hutch_error_message(err), "b.sock"),
+		  "%s", hutch_error_message(err));
 	cr_assert_null(strchr(hutch_error_message(err), '\n'));
 	hutch_error_free(err);
 	hutch_fleet_free(f);
@@ -264,7 +283,8 @@ Test(fleet, a_session_on_two_engines_is_refused)
 	w[0].containers[0] = "twice";
 	w[1].volumes[0] = "twice";
 	start(-1);
-	cr_assert_eq(hutch_fleet_locate(fleet, "twice", HUTCH_FLEET_CREATE, &e, NULL, &err),
+	cr_assert_eq(hutch_fleet_locate(fleet, "twice", HUTCH_FLEET_CREATE, &e,
+					NULL, &err),
 		     HUTCH_EAMBIGUOUS);
 	cr_assert(strstr(hutch_error_message(err), "two engines"), "%s",
 		  hutch_error_message(err));
@@ -289,7 +309,9 @@ Test(fleet, one_engine_is_not_asked)
 	cr_assert_eq(fake_engine_start(&fe[0], handler, &w[0]), 0);
 	url = fake_engine_url(fe[0]);
 	cr_assert_eq(hutch_fleet_open(&f, &url, 1, &err), 0);
-	cr_assert_eq(hutch_fleet_locate(f, "s", HUTCH_FLEET_CREATE, &e, &found, &err), 0);
+	cr_assert_eq(hutch_fleet_locate(f, "s", HUTCH_FLEET_CREATE, &e, &found,
+					&err),
+		     0);
 	cr_assert_eq(found, -1);
 	cr_assert_eq(fake_engine_request_count(fe[0]), 0);
 	/* Detached, the engine outlives the fleet. */
@@ -308,12 +330,16 @@ Test(fleet, urls_from_the_environment)
 	hutch_error *err = NULL;
 	const char *twice[] = { "unix:///tmp/x.sock", "/tmp/x.sock" };
 
-	setenv("HUTCH_ENGINES", " unix:///tmp/a.sock,unix:///tmp/b.sock\ttcp://127.0.0.1:1 ,", 1);
+	setenv("HUTCH_ENGINES",
+	       " unix:///tmp/a.sock,unix:///tmp/b.sock\ttcp://127.0.0.1:1 ,",
+	       1);
 	cr_assert_eq(hutch_fleet_open(&f, NULL, 0, &err), 0, "%s",
 		     err ? hutch_error_message(err) : "");
 	cr_assert_eq(hutch_fleet_size(f), 3);
-	cr_assert_str_eq(hutch_engine_url(hutch_fleet_engine(f, 2)), "tcp://127.0.0.1:1");
-	cr_assert_str_eq(hutch_engine_source(hutch_fleet_engine(f, 0)), "HUTCH_ENGINES");
+	cr_assert_str_eq(hutch_engine_url(hutch_fleet_engine(f, 2)),
+			 "tcp://127.0.0.1:1");
+	cr_assert_str_eq(hutch_engine_source(hutch_fleet_engine(f, 0)),
+			 "HUTCH_ENGINES");
 	hutch_fleet_free(f);
 
 	/* Given URLs win over the environment. */
@@ -323,7 +349,8 @@ Test(fleet, urls_from_the_environment)
 
 	/* The same socket twice, however spelt. */
 	cr_assert_eq(hutch_fleet_open(&f, twice, 2, &err), HUTCH_EINVALID);
-	cr_assert(strstr(hutch_error_message(err), "twice"), "%s", hutch_error_message(err));
+	cr_assert(strstr(hutch_error_message(err), "twice"), "%s",
+		  hutch_error_message(err));
 	hutch_error_free(err);
 	err = NULL;
 

@@ -20,7 +20,8 @@
 
 #include "fake_engine.h"
 
-#define RUNNING "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\",\"Running\":true}}"
+#define RUNNING \
+	"{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\",\"Running\":true}}"
 
 static struct fake_engine *fe;
 static hutch_engine *engine;
@@ -31,13 +32,16 @@ static char tarbuf[1024 * 1024];
 static size_t tarlen;
 static struct archive *tw;
 
-static fake_action serve(struct fake_conn *c, const struct fake_request *req, void *p)
+static fake_action serve(struct fake_conn *c, const struct fake_request *req,
+			 void *p)
 {
 	(void)p;
 	if (strcmp(req->path, "/v1.41/containers/hutch-s/json") == 0)
 		fake_send_json(c, 200, RUNNING);
-	else if (strncmp(req->path, "/v1.41/containers/hutch-s/archive?path=%2Fworkspace",
-			 strlen("/v1.41/containers/hutch-s/archive?path=%2Fworkspace")) == 0)
+	else if (strncmp(req->path,
+			 "/v1.41/containers/hutch-s/archive?path=%2Fworkspace",
+			 strlen("/v1.41/containers/hutch-s/archive?path=%2Fworkspace")) ==
+		 0)
 		fake_send_response(c, 200, "application/x-tar", tarbuf, tarlen);
 	else
 		fake_send_json(c, 404, "{\"message\":\"no such thing\"}");
@@ -83,7 +87,9 @@ static void setup(void)
 	tw = archive_write_new();
 	cr_assert_not_null(tw);
 	cr_assert_eq(archive_write_set_format_pax_restricted(tw), ARCHIVE_OK);
-	cr_assert_eq(archive_write_open_memory(tw, tarbuf, sizeof(tarbuf), &tarlen), ARCHIVE_OK);
+	cr_assert_eq(archive_write_open_memory(tw, tarbuf, sizeof(tarbuf),
+					       &tarlen),
+		     ARCHIVE_OK);
 }
 
 TestSuite(fake_sync, .init = setup, .fini = teardown, .timeout = 30);
@@ -107,7 +113,8 @@ static void add(const char *name, mode_t type, mode_t perm, const char *data,
 	cr_assert_eq(archive_write_header(tw, e), ARCHIVE_OK, "%s: %s", name,
 		     archive_error_string(tw));
 	if (len)
-		cr_assert_eq(archive_write_data(tw, data, len), (la_ssize_t)len);
+		cr_assert_eq(archive_write_data(tw, data, len),
+			     (la_ssize_t)len);
 	archive_entry_free(e);
 }
 
@@ -131,9 +138,12 @@ static void assert_outside_empty(void)
 	char cmd[3 * PATH_MAX + 128];
 
 	/* Nothing at all was made next to the host directory or in `outside`. */
-	snprintf(cmd, sizeof(cmd), "test \"$(ls -A '%s' | wc -l)\" = 0 && "
-		 "test \"$(ls -A '%s' | wc -l)\" = 2", outside, tmp);
-	cr_assert_eq(system(cmd), 0, "something was written outside the host directory");
+	snprintf(cmd, sizeof(cmd),
+		 "test \"$(ls -A '%s' | wc -l)\" = 0 && "
+		 "test \"$(ls -A '%s' | wc -l)\" = 2",
+		 outside, tmp);
+	cr_assert_eq(system(cmd), 0,
+		     "something was written outside the host directory");
 }
 
 static void path_in(char *out, size_t outsz, const char *dir, const char *name)
@@ -146,7 +156,8 @@ static void assert_refused_and_ok_extracted(int rc)
 	char p[PATH_MAX + 64];
 	struct stat st;
 
-	cr_assert_eq(rc, HUTCH_EFAILED, "rc %d: %s", rc, err ? hutch_error_message(err) : "-");
+	cr_assert_eq(rc, HUTCH_EFAILED, "rc %d: %s", rc,
+		     err ? hutch_error_message(err) : "-");
 	cr_assert_not_null(strstr(hutch_error_message(err), "refused"), "%s",
 			   hutch_error_message(err));
 	/* The safe entry after the bad one was still extracted. */
@@ -161,7 +172,8 @@ Test(fake_sync, dotdot_entries_stay_inside)
 
 	add("workspace/", AE_IFDIR, 0755, NULL, NULL, NULL);
 	add("workspace/../outside/x", AE_IFREG, 0644, "pwn", NULL, NULL);
-	add("workspace/a/../../../outside/y", AE_IFREG, 0644, "pwn", NULL, NULL);
+	add("workspace/a/../../../outside/y", AE_IFREG, 0644, "pwn", NULL,
+	    NULL);
 	add("../outside/z", AE_IFREG, 0644, "pwn", NULL, NULL);
 	add("workspace/ok", AE_IFREG, 0644, "fine", NULL, NULL);
 	assert_refused_and_ok_extracted(run(&st));
@@ -263,14 +275,16 @@ Test(fake_sync, hardlinks_only_inside)
 	fclose(f);
 	add("workspace/", AE_IFDIR, 0755, NULL, NULL, NULL);
 	add("workspace/h1", AE_IFREG, 0644, NULL, NULL, target);
-	add("workspace/h2", AE_IFREG, 0644, NULL, NULL, "workspace/../outside/secret");
+	add("workspace/h2", AE_IFREG, 0644, NULL, NULL,
+	    "workspace/../outside/secret");
 	add("workspace/sl", AE_IFLNK, 0777, NULL, target, NULL);
 	add("workspace/h3", AE_IFREG, 0644, NULL, NULL, "workspace/sl");
 	add("workspace/ok", AE_IFREG, 0644, "fine", NULL, NULL);
 	add("workspace/h4", AE_IFREG, 0644, NULL, NULL, "workspace/ok");
 	assert_refused_and_ok_extracted(run(&st));
 	cr_assert_eq(stat(target, &sb), 0);
-	cr_assert_eq(sb.st_nlink, 1, "the outside file got %lu links", (unsigned long)sb.st_nlink);
+	cr_assert_eq(sb.st_nlink, 1, "the outside file got %lu links",
+		     (unsigned long)sb.st_nlink);
 	path_in(p, sizeof(p), host, "h1");
 	assert_absent(p);
 	path_in(p, sizeof(p), host, "h2");

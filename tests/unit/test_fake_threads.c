@@ -31,23 +31,28 @@ static void teardown(void)
 
 TestSuite(threads, .fini = teardown, .timeout = 60);
 
-static int is(const struct fake_request *r, const char *method, const char *path)
+static int is(const struct fake_request *r, const char *method,
+	      const char *path)
 {
 	return strcmp(r->method, method) == 0 && strcmp(r->path, path) == 0;
 }
 
-static fake_action handler(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action handler(struct fake_conn *c, const struct fake_request *r,
+			   void *p)
 {
 	int *unexpected = p;
 
 	/* An engine too old for the pinned 1.41, as Docker 19.03 answers. */
 	if (strncmp(r->path, "/v1.41/", 7) == 0) {
-		fake_send_json(c, 400, "{\"message\":\"client version 1.41 is too new. "
-				       "Maximum supported API version is 1.40\"}");
+		fake_send_json(c, 400,
+			       "{\"message\":\"client version 1.41 is too new. "
+			       "Maximum supported API version is 1.40\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "GET", "/version")) {
-		fake_send_json(c, 200, "{\"ApiVersion\":\"1.40\",\"Version\":\"19.03\"}");
+		fake_send_json(
+			c, 200,
+			"{\"ApiVersion\":\"1.40\",\"Version\":\"19.03\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "GET", "/_ping")) {
@@ -58,7 +63,8 @@ static fake_action handler(struct fake_conn *c, const struct fake_request *r, vo
 		/* Slow enough that the threads' calls overlap. */
 		fake_sleep_ms(20);
 		if (strstr(r->path, "/missing"))
-			fake_send_json(c, 404, "{\"message\":\"No such image\"}");
+			fake_send_json(c, 404,
+				       "{\"message\":\"No such image\"}");
 		else
 			fake_send_json(c, 200, "{}");
 		return FAKE_KEEP;
@@ -87,23 +93,27 @@ static void *work(void *p)
 		 * burst rather than close some and open new ones. */
 		pthread_barrier_wait(w->start);
 		/* Half the images exist: both answers travel through the pool. */
-		snprintf(image, sizeof(image), "%s-%d-%d:1", i % 2 ? "missing" : "img", w->index, i);
+		snprintf(image, sizeof(image), "%s-%d-%d:1",
+			 i % 2 ? "missing" : "img", w->index, i);
 		rc = hutch_engine_image_exists(engine, image, &err);
 		if (rc != (i % 2 ? 0 : 1)) {
 			if (!w->failures++)
-				snprintf(w->why, sizeof(w->why), "image_exists(%s) = %d: %s", image, rc,
+				snprintf(w->why, sizeof(w->why),
+					 "image_exists(%s) = %d: %s", image, rc,
 					 err ? hutch_error_message(err) : "-");
 			hutch_error_free(err);
 			err = NULL;
 		}
 		if (i % 8 == 0 && hutch_engine_ping(engine, &err) < 0) {
 			if (!w->failures++)
-				snprintf(w->why, sizeof(w->why), "ping: %s", hutch_error_message(err));
+				snprintf(w->why, sizeof(w->why), "ping: %s",
+					 hutch_error_message(err));
 			hutch_error_free(err);
 			err = NULL;
 		}
 		/* Getters while other threads negotiate: valid strings. */
-		if (strcmp(hutch_engine_url(engine), fake_engine_url(fe)) != 0 ||
+		if (strcmp(hutch_engine_url(engine), fake_engine_url(fe)) !=
+			    0 ||
 		    (strcmp(hutch_engine_api_version(engine), "1.41") != 0 &&
 		     strcmp(hutch_engine_api_version(engine), "1.40") != 0))
 			w->failures++;
@@ -120,9 +130,10 @@ Test(threads, many_threads_one_engine)
 	hutch_error *err = NULL;
 	unsigned long versions;
 
-	cr_assert_eq(fake_engine_start(&fe, handler, &unexpected), 0, "fake engine: %m");
-	cr_assert_eq(hutch_engine_open(&engine, fake_engine_url(fe), &err), 0, "%s",
-		     hutch_error_message(err));
+	cr_assert_eq(fake_engine_start(&fe, handler, &unexpected), 0,
+		     "fake engine: %m");
+	cr_assert_eq(hutch_engine_open(&engine, fake_engine_url(fe), &err), 0,
+		     "%s", hutch_error_message(err));
 	pthread_barrier_init(&start, NULL, THREADS);
 	for (int i = 0; i < THREADS; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
@@ -132,7 +143,8 @@ Test(threads, many_threads_one_engine)
 	}
 	for (int i = 0; i < THREADS; i++) {
 		pthread_join(t[i], NULL);
-		cr_expect_eq(w[i].failures, 0, "thread %d: %d failures, first: %s", i,
+		cr_expect_eq(w[i].failures, 0,
+			     "thread %d: %d failures, first: %s", i,
 			     w[i].failures, w[i].why);
 	}
 	pthread_barrier_destroy(&start);
@@ -141,13 +153,16 @@ Test(threads, many_threads_one_engine)
 	 * the engine stays on 1.40 afterwards. */
 	cr_expect_str_eq(hutch_engine_api_version(engine), "1.40");
 	versions = fake_engine_count(fe, "GET", "/version");
-	cr_expect(versions >= 1 && versions <= THREADS, "%lu negotiations", versions);
+	cr_expect(versions >= 1 && versions <= THREADS, "%lu negotiations",
+		  versions);
 	cr_expect_leq(fake_engine_count(fe, "GET", "/v1.41/*"), THREADS,
-		     "requests with the old version after negotiation");
+		      "requests with the old version after negotiation");
 	cr_expect_eq(unexpected, 0);
 	/* One connection per concurrent caller, kept alive: never more
 	 * connections than threads, whatever the number of calls or bursts. */
-	cr_expect_leq(fake_engine_connections(fe), THREADS, "%u connections for %d threads x %d calls",
-		     fake_engine_connections(fe), THREADS, CALLS);
-	cr_expect_gt(fake_engine_request_count(fe), (unsigned long)THREADS * CALLS);
+	cr_expect_leq(fake_engine_connections(fe), THREADS,
+		      "%u connections for %d threads x %d calls",
+		      fake_engine_connections(fe), THREADS, CALLS);
+	cr_expect_gt(fake_engine_request_count(fe),
+		     (unsigned long)THREADS * CALLS);
 }

@@ -25,7 +25,7 @@
 
 static char agent[PATH_MAX], base[256], root[PATH_MAX], outside[PATH_MAX],
 	stage_dir[PATH_MAX];
-static json_object *js;	/* the last answer */
+static json_object *js; /* the last answer */
 
 static void find_agent(void)
 {
@@ -33,8 +33,8 @@ static void find_agent(void)
 
 	snprintf(agent, sizeof(agent), "%s/src/agent/hutch-agent",
 		 b && *b ? b : ".");
-	cr_assert_eq(access(agent, X_OK), 0, "no agent at %s (set HUTCH_BUILDDIR)",
-		     agent);
+	cr_assert_eq(access(agent, X_OK), 0,
+		     "no agent at %s (set HUTCH_BUILDDIR)", agent);
 }
 
 static void put_file(const char *rel, const char *data, size_t n)
@@ -225,12 +225,12 @@ static size_t count(const char *path)
 	return json_object_array_length(o);
 }
 
-#define EXPECT_ERROR(rc, want_rc, want_code)                                  \
-	do {                                                                  \
-		cr_expect_eq(rc, want_rc, "exit %d: %s", rc,                  \
-			     json_object_to_json_string(js));                 \
-		cr_expect_str_eq(str("error.code"), want_code);               \
-		cr_expect_not_null(get("error.message"));                     \
+#define EXPECT_ERROR(rc, want_rc, want_code)                    \
+	do {                                                    \
+		cr_expect_eq(rc, want_rc, "exit %d: %s", rc,    \
+			     json_object_to_json_string(js));   \
+		cr_expect_str_eq(str("error.code"), want_code); \
+		cr_expect_not_null(get("error.message"));       \
 	} while (0)
 
 /* Stage @data as STAGE_DIR/NAME, as the library does in /.hutch. */
@@ -273,8 +273,8 @@ Test(fstools, read_counts_lines_without_final_newline)
 Test(fstools, read_offset_and_limit)
 {
 	PUT("n.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
-	cr_assert_eq(run("read", "n.txt", "--offset", "3", "--limit", "2", NULL),
-		     0);
+	cr_assert_eq(
+		run("read", "n.txt", "--offset", "3", "--limit", "2", NULL), 0);
 	cr_expect_str_eq(str("content"), "3\n4\n");
 	cr_expect_eq(num("offset"), 3);
 	cr_expect_eq(num("lines"), 2);
@@ -326,7 +326,7 @@ Test(fstools, read_byte_cap_and_long_lines)
 
 Test(fstools, read_streams_large_files)
 {
-	size_t n = 300000, i;	/* 300k lines, 3 MB: past any buffer */
+	size_t n = 300000, i; /* 300k lines, 3 MB: past any buffer */
 	char *data = malloc(n * 10);
 
 	for (i = 0; i < n; i++)
@@ -368,9 +368,11 @@ Test(fstools, read_errors)
 
 Test(fstools, read_repairs_invalid_utf8)
 {
-	PUT("bad.txt", "a\xff" "b\n");
+	PUT("bad.txt", "a\xff"
+		       "b\n");
 	cr_assert_eq(run("read", "bad.txt", NULL), 0);
-	cr_expect_str_eq(str("content"), "a\xef\xbf\xbd" "b\n");
+	cr_expect_str_eq(str("content"), "a\xef\xbf\xbd"
+					 "b\n");
 	cr_expect_eq(num("size"), 4);
 }
 
@@ -447,7 +449,8 @@ Test(fstools, texts_from_the_environment)
 {
 	/* "h\xc3\xa9\nx": one padding character */
 	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "aMOpCng=", 1), 0);
-	cr_assert_eq(run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0", NULL), 0);
+	cr_assert_eq(
+		run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0", NULL), 0);
 	cr_expect_eq(num("bytes"), 5);
 	{
 		char p[PATH_MAX * 2], buf[16];
@@ -465,13 +468,16 @@ Test(fstools, texts_from_the_environment)
 	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "aMOp", 1), 0);
 	cr_assert_eq(setenv("HUTCH_FS_TEXT1", "Ynll", 1), 0);
 	cr_assert_eq(run("edit", "e.txt", "--old-from", "env:HUTCH_FS_TEXT0",
-			 "--new-from", "env:HUTCH_FS_TEXT1", NULL), 0);
+			 "--new-from", "env:HUTCH_FS_TEXT1", NULL),
+		     0);
 	cr_expect_str_eq(slurp(root, "e.txt", NULL), "bye\nx");
 	/* only HUTCH_FS_* variables, and only valid base64 */
-	EXPECT_ERROR(run("write", "e.txt", "--from", "env:PATH", NULL), 2, "usage");
-	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "a!b", 1), 0);
-	EXPECT_ERROR(run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0", NULL), 2,
+	EXPECT_ERROR(run("write", "e.txt", "--from", "env:PATH", NULL), 2,
 		     "usage");
+	cr_assert_eq(setenv("HUTCH_FS_TEXT0", "a!b", 1), 0);
+	EXPECT_ERROR(run("write", "e.txt", "--from", "env:HUTCH_FS_TEXT0",
+			 NULL),
+		     2, "usage");
 	cr_expect_str_eq(slurp(root, "e.txt", NULL), "bye\nx");
 	unsetenv("HUTCH_FS_TEXT0");
 	unsetenv("HUTCH_FS_TEXT1");
@@ -527,7 +533,8 @@ Test(fstools, staged_paths_are_checked)
 	 * the file it names is not unlinked */
 	snprintf(p, sizeof(p), "%s/../staged", stage_dir);
 	EXPECT_ERROR(run("write", "t", "--from", p, NULL), 2, "usage");
-	cr_expect_eq(access(p, F_OK), 0, "a file outside the stage dir was unlinked");
+	cr_expect_eq(access(p, F_OK), 0,
+		     "a file outside the stage dir was unlinked");
 	EXPECT_ERROR(run("write", "t", NULL), 2, "usage");
 }
 
@@ -566,8 +573,9 @@ Test(fstools, edit_exact_and_errors)
 	cr_assert_eq(stat(p, &sb), 0);
 	cr_expect_eq(sb.st_mode & 07777, 0600);
 	/* --all */
-	cr_assert_eq(run("edit", "e.py", "--all", "--old-from", stage("    return"),
-			 "--new-from", stage("\treturn"), NULL),
+	cr_assert_eq(run("edit", "e.py", "--all", "--old-from",
+			 stage("    return"), "--new-from", stage("\treturn"),
+			 NULL),
 		     0);
 	cr_expect_eq(num("replacements"), 2);
 	cr_expect_str_eq(slurp(root, "e.py", NULL),
@@ -709,7 +717,7 @@ Test(fstools, find_globs_and_types)
 	cr_expect_eq(count("entries"), 1);
 	cr_expect_str_eq(str("entries.0.path"), "src/deep/c.c");
 	cr_assert_eq(run("find", "*", "--type", "d", NULL), 0);
-	cr_expect_eq(count("entries"), 2);	/* src, src/deep; not .git */
+	cr_expect_eq(count("entries"), 2); /* src, src/deep; not .git */
 	cr_expect_str_eq(str("entries.1.path"), "src/deep");
 	cr_assert_eq(run("find", "alink", NULL), 0);
 	cr_expect_str_eq(str("entries.0.type"), "symlink");

@@ -20,7 +20,8 @@ static void dur_bad(const char *s)
 {
 	long long v = -12345;
 
-	cr_assert_eq(cli_parse_duration(s, &v), -1, "'%s' accepted as %lld", s, v);
+	cr_assert_eq(cli_parse_duration(s, &v), -1, "'%s' accepted as %lld", s,
+		     v);
 	cr_assert_eq(v, -12345, "'%s': output touched on failure", s);
 }
 
@@ -42,10 +43,32 @@ Test(duration, units)
 Test(duration, refused)
 {
 	const char *bad[] = {
-		"", "90", "1", "-1h", "+1h", "1.5h", "h", "1h30", "1x", "1H", "1 h",
-		" 1h", "1h ", "30m1h", "1h1h", "1s1m", "1hh", "1d1d", "0x", "00",
-		"36501d", "99999999999999999999s", "9223372036854775807s",
-		"1h-30m", "1w", "1ms",
+		"",
+		"90",
+		"1",
+		"-1h",
+		"+1h",
+		"1.5h",
+		"h",
+		"1h30",
+		"1x",
+		"1H",
+		"1 h",
+		" 1h",
+		"1h ",
+		"30m1h",
+		"1h1h",
+		"1s1m",
+		"1hh",
+		"1d1d",
+		"0x",
+		"00",
+		"36501d",
+		"99999999999999999999s",
+		"9223372036854775807s",
+		"1h-30m",
+		"1w",
+		"1ms",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -59,8 +82,15 @@ Test(duration, format_round_trips)
 		long long v;
 		const char *s;
 	} cases[] = {
-		{ 0, "0s" }, { -5, "0s" }, { 45, "45s" }, { 60, "1m0s" }, { 3599, "59m59s" },
-		{ 3600, "1h0m" }, { 7500, "2h5m" }, { 86400, "1d0h" }, { 3 * 86400 + 4 * 3600, "3d4h" },
+		{ 0, "0s" },
+		{ -5, "0s" },
+		{ 45, "45s" },
+		{ 60, "1m0s" },
+		{ 3599, "59m59s" },
+		{ 3600, "1h0m" },
+		{ 7500, "2h5m" },
+		{ 86400, "1d0h" },
+		{ 3 * 86400 + 4 * 3600, "3d4h" },
 	};
 	char buf[32];
 
@@ -68,7 +98,8 @@ Test(duration, format_round_trips)
 		cli_format_duration(buf, sizeof(buf), cases[i].v);
 		cr_assert_str_eq(buf, cases[i].s);
 		/* What it prints, the parser takes back (whole units). */
-		if (cases[i].v >= 0 && (cases[i].v < 3600 || cases[i].v % 60 == 0))
+		if (cases[i].v >= 0 &&
+		    (cases[i].v < 3600 || cases[i].v % 60 == 0))
 			cr_assert_eq(dur(buf), cases[i].v, "%s", buf);
 	}
 }
@@ -97,15 +128,23 @@ Test(enginetime, rfc3339)
 Test(enginetime, refused)
 {
 	const char *bad[] = {
-		"", "2024-05-01", "2024-05-01T12:00:00", "2024-05-01T12:00:00+0200",
-		"2024-13-01T12:00:00Z", "2023-02-29T00:00:00Z", "2024-05-01T24:00:00Z",
-		"2024-05-01T12:00:00.Z", "2024-05-01T12:00:00Zjunk", "x024-05-01T12:00:00Z",
+		"",
+		"2024-05-01",
+		"2024-05-01T12:00:00",
+		"2024-05-01T12:00:00+0200",
+		"2024-13-01T12:00:00Z",
+		"2023-02-29T00:00:00Z",
+		"2024-05-01T24:00:00Z",
+		"2024-05-01T12:00:00.Z",
+		"2024-05-01T12:00:00Zjunk",
+		"x024-05-01T12:00:00Z",
 		"0000-01-01T00:00:00Z",
 	};
 	long long v;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(hutch__time_parse(bad[i], &v), -1, "'%s' accepted", bad[i]);
+		cr_assert_eq(hutch__time_parse(bad[i], &v), -1, "'%s' accepted",
+			     bad[i]);
 }
 
 Test(enginetime, path_stat_header)
@@ -113,10 +152,18 @@ Test(enginetime, path_stat_header)
 	long long v = 0;
 
 	/* Docker 20.10 and Podman 4.3 as they answered a HEAD. */
-	cr_assert_eq(hutch__path_stat_mtime("eyJuYW1lIjoibGFzdC11c2VkIiwic2l6ZSI6MCwibW9kZSI6NDIwLCJtdGltZSI6IjE5NzAtMDEtMTJUMTM6NDY6NDBaIiwibGlua1RhcmdldCI6IiJ9", &v), 0);
+	cr_assert_eq(
+		hutch__path_stat_mtime(
+			"eyJuYW1lIjoibGFzdC11c2VkIiwic2l6ZSI6MCwibW9kZSI6NDIwLCJtdGltZSI6IjE5NzAtMDEtMTJUMTM6NDY6NDBaIiwibGlua1RhcmdldCI6IiJ9",
+			&v),
+		0);
 	cr_assert_eq(v, 1000000);
 	v = 0;
-	cr_assert_eq(hutch__path_stat_mtime("eyJuYW1lIjoibGFzdC11c2VkIiwic2l6ZSI6MCwibW9kZSI6NDIwLCJtdGltZSI6IjE5NzAtMDEtMTJUMTM6NDY6NDBaIiwiaXNEaXIiOmZhbHNlLCJsaW5rVGFyZ2V0IjoiLy5odXRjaC91c2UvbGFzdC11c2VkIn0=", &v), 0);
+	cr_assert_eq(
+		hutch__path_stat_mtime(
+			"eyJuYW1lIjoibGFzdC11c2VkIiwic2l6ZSI6MCwibW9kZSI6NDIwLCJtdGltZSI6IjE5NzAtMDEtMTJUMTM6NDY6NDBaIiwiaXNEaXIiOmZhbHNlLCJsaW5rVGFyZ2V0IjoiLy5odXRjaC91c2UvbGFzdC11c2VkIn0=",
+			&v),
+		0);
 	cr_assert_eq(v, 1000000);
 	cr_assert_eq(hutch__path_stat_mtime("", &v), -1);
 	cr_assert_eq(hutch__path_stat_mtime(NULL, &v), -1);

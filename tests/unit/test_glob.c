@@ -14,18 +14,18 @@
 Test(glob, star_and_question_stay_in_one_component)
 {
 	M("*.c", "a.c");
-	M("*.c", "src/deep/a.c");	/* no '/': basename */
+	M("*.c", "src/deep/a.c"); /* no '/': basename */
 	N("*.c", "a.h");
 	N("*.c", "a.c/x");
 	M("a?c", "abc");
 	N("a?c", "ac");
 	N("src/*.c", "src/sub/a.c");
 	M("src/*.c", "src/a.c");
-	N("src/*.c", "lib/src/a.c");	/* with '/': whole path */
+	N("src/*.c", "lib/src/a.c"); /* with '/': whole path */
 	N("s?c/a.c", "s/c/a.c");
 	M("*", ".env");
 	M("*", "x");
-	N("a*", "a/b");	/* the basename is "b" */
+	N("a*", "a/b"); /* the basename is "b" */
 	M("a*", "b/abc");
 }
 
@@ -72,7 +72,7 @@ Test(glob, classes_and_escapes)
 	N("\\*", "a");
 	M("a\\?b", "a?b");
 	N("a\\?b", "axb");
-	M("[", "[");	/* unterminated: literal */
+	M("[", "["); /* unterminated: literal */
 	M("[\\]]", "]");
 }
 
@@ -98,7 +98,7 @@ Test(glob, validity)
 	cr_assert_not(hutch__glob_valid(NULL));
 	cr_assert_not(hutch__glob_valid("/"));
 	cr_assert_not(hutch__glob_valid("[abc"));
-	cr_assert_not(hutch__glob_valid("a[b/c]"));	/* class cannot hold '/' */
+	cr_assert_not(hutch__glob_valid("a[b/c]")); /* class cannot hold '/' */
 	cr_assert_not(hutch__glob_valid("abc\\"));
 	cr_assert_not(hutch__glob_match(NULL, "a", false));
 	cr_assert_not(hutch__glob_match("a", NULL, false));

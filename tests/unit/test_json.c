@@ -52,7 +52,8 @@ Test(json, error_message_from_non_object_bodies)
 static int valid_json_string(const char *s, size_t len)
 {
 	json_object *str = json_object_new_string_len(s, (int)len), *back;
-	const char *doc = json_object_to_json_string_ext(str, JSON_C_TO_STRING_PLAIN);
+	const char *doc =
+		json_object_to_json_string_ext(str, JSON_C_TO_STRING_PLAIN);
 	int ok;
 
 	back = json_tokener_parse(doc);
@@ -73,10 +74,13 @@ Test(json, repair_makes_invalid_utf8_valid)
 		{ "plain", 5, "plain" },
 		{ "caf\xc3\xa9", 5, "caf\xc3\xa9" },
 		{ "\xff", 1, "\xef\xbf\xbd" },
-		{ "a\xc3", 2, "a\xef\xbf\xbd" },             /* truncated sequence */
-		{ "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd" }, /* overlong '/' */
-		{ "\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
-		{ "\xf4\x90\x80\x80", 4, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "a\xc3", 2, "a\xef\xbf\xbd" }, /* truncated sequence */
+		{ "\xc0\xaf", 2,
+		  "\xef\xbf\xbd\xef\xbf\xbd" }, /* overlong '/' */
+		{ "\xed\xa0\x80", 3,
+		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+		{ "\xf4\x90\x80\x80", 4,
+		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
 		{ "\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80" }, /* emoji */
 		{ "a\0b", 3, "a\0b" },
 	};
@@ -88,7 +92,8 @@ Test(json, repair_makes_invalid_utf8_valid)
 		size_t want = i == 8 ? 3 : strlen(cases[i].out);
 
 		cr_assert_not_null(r);
-		cr_assert_eq(n, want, "case %zu: length %zu, want %zu", i, n, want);
+		cr_assert_eq(n, want, "case %zu: length %zu, want %zu", i, n,
+			     want);
 		cr_assert_eq(memcmp(r, cases[i].out, n), 0, "case %zu", i);
 		cr_assert(valid_json_string(r, n), "case %zu", i);
 		free(r);

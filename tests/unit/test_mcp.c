@@ -27,13 +27,13 @@
 
 struct harness {
 	mcp_config cfg;
-	int in_w, out_r;       /* our ends */
-	int in_r, out_w;       /* the server's ends */
+	int in_w, out_r; /* our ends */
+	int in_r, out_w; /* the server's ends */
 	pthread_t th;
 	int rc, running;
-	char *buf;             /* what the server wrote and we have not read */
+	char *buf; /* what the server wrote and we have not read */
 	size_t len, alloc;
-	json_object *notes;    /* notifications seen while waiting for replies */
+	json_object *notes; /* notifications seen while waiting for replies */
 };
 
 static struct harness H;
@@ -68,7 +68,9 @@ static mcp_config base_config(void)
 {
 	/* Nothing listens there: a call that reached the engine would fail,
 	 * and the protocol tests must not get that far. */
-	static const char *const nowhere[] = { "unix:///nonexistent/hutch-mcp-test.sock" };
+	static const char *const nowhere[] = {
+		"unix:///nonexistent/hutch-mcp-test.sock"
+	};
 	const hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
 	mcp_config c;
 
@@ -102,7 +104,8 @@ static double stop(void)
 	H.running = 0;
 	close(H.in_r);
 	close(H.out_r);
-	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	return (double)(b.tv_sec - a.tv_sec) +
+	       (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 }
 
 static void teardown(void)
@@ -179,8 +182,10 @@ static json_object *next_msg(int ms)
 				"the server wrote a line that is not UTF-8: %.300s",
 				H.buf);
 			o = json_tokener_parse(H.buf);
-			cr_assert_not_null(o, "the server wrote a line that is not JSON: %.300s",
-					   H.buf);
+			cr_assert_not_null(
+				o,
+				"the server wrote a line that is not JSON: %.300s",
+				H.buf);
 			cr_assert(json_object_is_type(o, json_type_object));
 			memmove(H.buf, nl + 1, H.len - l - 1);
 			H.len -= l + 1;
@@ -208,8 +213,8 @@ static json_object *get(json_object *o, const char *path)
 
 	while (o && path && *path) {
 		dot = strchr(path, '.');
-		snprintf(key, sizeof(key), "%.*s", dot ? (int)(dot - path) : (int)strlen(path),
-			 path);
+		snprintf(key, sizeof(key), "%.*s",
+			 dot ? (int)(dot - path) : (int)strlen(path), path);
 		if (!json_object_object_get_ex(o, key, &o))
 			return NULL;
 		path = dot ? dot + 1 : NULL;
@@ -233,7 +238,8 @@ static int is_id(json_object *m, int64_t id)
 {
 	json_object *v = get(m, "id");
 
-	return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) == id;
+	return v && json_object_is_type(v, json_type_int) &&
+	       json_object_get_int64(v) == id;
 }
 
 /* The reply to request `id`; notifications met on the way are kept in
@@ -243,13 +249,14 @@ static json_object *reply_to(int64_t id)
 	for (;;) {
 		json_object *m = next_msg(20000);
 
-		cr_assert_not_null(m, "no reply to request %lld", (long long)id);
+		cr_assert_not_null(m, "no reply to request %lld",
+				   (long long)id);
 		if (get(m, "method") && !get(m, "id")) {
 			json_object_array_add(H.notes, m);
 			continue;
 		}
-		cr_assert(is_id(m, id), "expected the reply to %lld, got %s", (long long)id,
-			  json_object_to_json_string(m));
+		cr_assert(is_id(m, id), "expected the reply to %lld, got %s",
+			  (long long)id, json_object_to_json_string(m));
 		return m;
 	}
 }
@@ -275,7 +282,8 @@ static void expect_error(json_object *m, int code, const char *words)
 	cr_expect_str_eq(get_str(m, "jsonrpc"), "2.0");
 	if (words)
 		cr_expect(strstr(get_str(m, "error.message"), words) != NULL,
-			  "message '%s' lacks '%s'", get_str(m, "error.message"), words);
+			  "message '%s' lacks '%s'",
+			  get_str(m, "error.message"), words);
 	json_object_put(m);
 }
 
@@ -284,9 +292,11 @@ static void expect_alive(int64_t id)
 {
 	json_object *m;
 
-	sendf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}", (long long)id);
+	sendf("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}",
+	      (long long)id);
 	m = reply_to(id);
-	cr_expect_not_null(get(m, "result"), "ping: %s", json_object_to_json_string(m));
+	cr_expect_not_null(get(m, "result"), "ping: %s",
+			   json_object_to_json_string(m));
 	json_object_put(m);
 }
 
@@ -301,7 +311,8 @@ static void initialize(const char *version)
 	m = reply_to(0);
 	cr_assert_str_eq(get_str(m, "result.protocolVersion"), version);
 	json_object_put(m);
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 }
 
 static void call_tool(int64_t id, const char *name, const char *args)
@@ -349,17 +360,21 @@ Test(mcp, initialize_answers_the_asked_version)
 		      "\"clientInfo\":{\"name\":\"u\",\"version\":\"1\"}}}",
 		      i + 1, asked[i][0]);
 		m = reply_to((int64_t)i + 1);
-		cr_expect_str_eq(get_str(m, "result.protocolVersion"), asked[i][1]);
+		cr_expect_str_eq(get_str(m, "result.protocolVersion"),
+				 asked[i][1]);
 		cr_expect_str_eq(get_str(m, "result.serverInfo.name"), "hutch");
-		cr_expect_str_eq(get_str(m, "result.serverInfo.version"), hutch_version());
+		cr_expect_str_eq(get_str(m, "result.serverInfo.version"),
+				 hutch_version());
 		cr_expect_not_null(get(m, "result.capabilities.tools"));
 		json_object_put(m);
 	}
 	/* initialize without a version is invalid params. */
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{}}");
 	expect_error(reply_to(9), MCP_INVALID_PARAMS, "protocolVersion");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"initialize\",\"params\":"
-		  "{\"protocolVersion\":20250618}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"initialize\",\"params\":"
+		"{\"protocolVersion\":20250618}}");
 	expect_error(reply_to(10), MCP_INVALID_PARAMS, "protocolVersion");
 	expect_alive(11);
 }
@@ -382,8 +397,10 @@ static json_object *list_tools(int64_t id)
 
 Test(mcp, tools_list_has_the_seven_tools)
 {
-	static const char *const names[] = { "exec", "read_file", "write_file", "edit_file",
-					     "grep", "find", "list_dir" };
+	static const char *const names[] = { "exec",	   "read_file",
+					     "write_file", "edit_file",
+					     "grep",	   "find",
+					     "list_dir" };
 	json_object *tools;
 
 	start();
@@ -396,17 +413,22 @@ Test(mcp, tools_list_has_the_seven_tools)
 		cr_expect_str_eq(get_str(t, "name"), names[i]);
 		cr_expect_gt(strlen(get_str(t, "description")), 60);
 		cr_expect_str_eq(get_str(t, "inputSchema.type"), "object");
-		cr_expect_eq(json_object_get_boolean(get(t, "inputSchema.additionalProperties")), 0);
+		cr_expect_eq(json_object_get_boolean(get(
+				     t, "inputSchema.additionalProperties")),
+			     0);
 		cr_expect_not_null(get(t, "inputSchema.additionalProperties"));
-		cr_expect_str_eq(get_str(t, "outputSchema.type"), "object", "%s", names[i]);
+		cr_expect_str_eq(get_str(t, "outputSchema.type"), "object",
+				 "%s", names[i]);
 		cr_expect_not_null(get(t, "title"));
 		cr_expect_not_null(get(t, "annotations"));
 	}
 	/* Read-only tools say so. */
-	cr_expect(json_object_get_boolean(
-		get(json_object_array_get_idx(tools, 1), "annotations.readOnlyHint")));
+	cr_expect(
+		json_object_get_boolean(get(json_object_array_get_idx(tools, 1),
+					    "annotations.readOnlyHint")));
 	cr_expect(!json_object_get_boolean(
-		get(json_object_array_get_idx(tools, 0), "annotations.readOnlyHint")));
+		get(json_object_array_get_idx(tools, 0),
+		    "annotations.readOnlyHint")));
 	json_object_put(tools);
 }
 
@@ -440,16 +462,19 @@ Test(mcp, two_messages_in_one_write_get_two_replies_in_order)
 		 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
 	/* reply_to() takes the next reply and asserts its id: 1, then 2. */
 	m = reply_to(1);
-	cr_assert_not_null(get(m, "result"), "%s", json_object_to_json_string(m));
+	cr_assert_not_null(get(m, "result"), "%s",
+			   json_object_to_json_string(m));
 	json_object_put(m);
 	m = reply_to(2);
-	cr_assert_not_null(get(m, "result"), "%s", json_object_to_json_string(m));
+	cr_assert_not_null(get(m, "result"), "%s",
+			   json_object_to_json_string(m));
 	json_object_put(m);
 }
 
 Test(mcp, a_message_split_into_single_bytes_is_one_message)
 {
-	const char *s = "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}\n";
+	const char *s =
+		"{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}\n";
 	json_object *m;
 
 	start();
@@ -460,7 +485,8 @@ Test(mcp, a_message_split_into_single_bytes_is_one_message)
 	}
 	m = next_msg(10000);
 	cr_assert_not_null(m);
-	cr_expect_str_eq(get_str(m, "id"), "abc", "string ids come back as strings");
+	cr_expect_str_eq(get_str(m, "id"), "abc",
+			 "string ids come back as strings");
 	cr_expect_not_null(get(m, "result"));
 	json_object_put(m);
 }
@@ -470,7 +496,8 @@ Test(mcp, crlf_and_blank_lines)
 	json_object *m;
 
 	start();
-	send_str("\n\r\n   \n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
+	send_str(
+		"\n\r\n   \n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
 	/* Blank lines are no messages: the first thing back is the ping's
 	 * (reply_to asserts the id), and it is a result. */
 	m = reply_to(1);
@@ -506,11 +533,14 @@ Test(mcp, oversized_message_is_an_error_and_the_server_goes_on)
 	c.max_message = 1024;
 	start_with(&c);
 	memset(big, ' ', sizeof(big));
-	memcpy(big, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"", 45);
+	memcpy(big,
+	       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"",
+	       45);
 	memcpy(big + sizeof(big) - 2, "\"}", 2);
 	send_raw(big, sizeof(big));
 	send_raw("\n", 1);
-	expect_error(null_reply(), MCP_INVALID_REQUEST, "larger than 1024 bytes");
+	expect_error(null_reply(), MCP_INVALID_REQUEST,
+		     "larger than 1024 bytes");
 	expect_alive(2);
 
 	/* Exactly at the cap is fine. */
@@ -542,9 +572,11 @@ static void *big_writer(void *p)
 	size_t off = 0;
 
 	memset(chunk, 'a', sizeof(chunk));
-	send_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"");
+	send_str(
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"");
 	while (off < w->len) {
-		size_t n = w->len - off < sizeof(chunk) ? w->len - off : sizeof(chunk);
+		size_t n = w->len - off < sizeof(chunk) ? w->len - off :
+							  sizeof(chunk);
 
 		send_raw(chunk, n);
 		off += n;
@@ -560,7 +592,8 @@ Test(mcp, a_17_mib_message_over_the_default_cap)
 
 	start();
 	cr_assert_eq(pthread_create(&th, NULL, big_writer, &w), 0);
-	expect_error(null_reply(), MCP_INVALID_REQUEST, "larger than 16777216 bytes");
+	expect_error(null_reply(), MCP_INVALID_REQUEST,
+		     "larger than 16777216 bytes");
 	pthread_join(th, NULL);
 	expect_alive(2);
 }
@@ -618,9 +651,11 @@ Test(mcp, invalid_requests)
 	send_line("{\"jsonrpc\":\"2.0\",\"id\":10}");
 	expect_error(reply_to(10), MCP_INVALID_REQUEST, "method");
 	/* params must be an object. */
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\",\"params\":[1]}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\",\"params\":[1]}");
 	expect_error(reply_to(11), MCP_INVALID_PARAMS, "params");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\",\"params\":\"x\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\",\"params\":\"x\"}");
 	expect_error(reply_to(12), MCP_INVALID_PARAMS, "params");
 	expect_alive(13);
 }
@@ -694,7 +729,8 @@ Test(mcp, unknown_method)
 	json_object *m;
 
 	start();
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":\"q-1\",\"method\":\"resources/list\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":\"q-1\",\"method\":\"resources/list\"}");
 	m = next_msg(10000);
 	cr_assert_not_null(m);
 	cr_expect_str_eq(get_str(m, "id"), "q-1");
@@ -705,11 +741,16 @@ Test(mcp, unknown_method)
 Test(mcp, notifications_and_responses_get_no_reply)
 {
 	start();
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{}}");
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}");
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":[1]}");
-	send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":[1]}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
 	send_line("{\"method\":\"notifications/initialized\"}");
 	/* A response to a request we never sent. */
 	send_line("{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{}}");
@@ -723,21 +764,25 @@ Test(mcp, tools_call_request_errors)
 {
 	start();
 	initialize("2025-11-25");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}");
 	expect_error(reply_to(1), MCP_INVALID_PARAMS, "name");
 	send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\"}");
 	expect_error(reply_to(2), MCP_INVALID_PARAMS, "name");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":7}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":7}}");
 	expect_error(reply_to(3), MCP_INVALID_PARAMS, "name");
 	call_tool(4, "rm_rf", "{}");
 	expect_error(reply_to(4), MCP_INVALID_PARAMS, "unknown tool 'rm_rf'");
 	call_tool(5, "exec", "[\"ls\"]");
 	expect_error(reply_to(5), MCP_INVALID_PARAMS, "arguments");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
-		  "{\"name\":\"list_dir\",\"_meta\":{\"progressToken\":true}}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"list_dir\",\"_meta\":{\"progressToken\":true}}}");
 	expect_error(reply_to(6), MCP_INVALID_PARAMS, "progressToken");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
-		  "{\"name\":\"list_dir\",\"_meta\":5}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"list_dir\",\"_meta\":5}}");
 	expect_error(reply_to(7), MCP_INVALID_PARAMS, "_meta");
 	expect_alive(8);
 }
@@ -750,26 +795,40 @@ static const struct {
 	{ "exec", "{\"command\":\"\"}", "'command' must not be empty" },
 	{ "exec", "{\"command\":[]}", "'command' must not be empty" },
 	{ "exec", "{\"command\":[\"ls\",3]}", "'command[1]' must be a string" },
-	{ "exec", "{\"command\":\"ls\",\"timeout\":\"10\"}", "'timeout' must be a number" },
-	{ "exec", "{\"command\":\"ls\",\"timeout\":0}", "'timeout' must be more than 0" },
-	{ "exec", "{\"command\":\"ls\",\"timeout\":7200}", "'timeout' must be at most 3600" },
-	{ "exec", "{\"command\":\"ls\",\"cwd\":\"/\"}", "unknown argument 'cwd'" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":\"10\"}",
+	  "'timeout' must be a number" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":0}",
+	  "'timeout' must be more than 0" },
+	{ "exec", "{\"command\":\"ls\",\"timeout\":7200}",
+	  "'timeout' must be at most 3600" },
+	{ "exec", "{\"command\":\"ls\",\"cwd\":\"/\"}",
+	  "unknown argument 'cwd'" },
 	{ "read_file", "{}", "missing required argument 'path'" },
-	{ "read_file", "{\"path\":\"a\",\"offset\":1.5}", "'offset' must be an integer" },
-	{ "read_file", "{\"path\":\"a\",\"offset\":0}", "'offset' must be at least 1" },
+	{ "read_file", "{\"path\":\"a\",\"offset\":1.5}",
+	  "'offset' must be an integer" },
+	{ "read_file", "{\"path\":\"a\",\"offset\":0}",
+	  "'offset' must be at least 1" },
 	{ "read_file", "{\"path\":[\"a\"]}", "'path' must be a string" },
-	{ "write_file", "{\"path\":\"a\"}", "missing required argument 'content'" },
-	{ "write_file", "{\"path\":\"a\",\"content\":null}", "'content' must be a string" },
+	{ "write_file", "{\"path\":\"a\"}",
+	  "missing required argument 'content'" },
+	{ "write_file", "{\"path\":\"a\",\"content\":null}",
+	  "'content' must be a string" },
 	{ "edit_file", "{\"path\":\"a\",\"old_text\":\"\",\"new_text\":\"b\"}",
 	  "'old_text' must not be empty" },
-	{ "edit_file", "{\"path\":\"a\",\"old_text\":\"x\",\"new_text\":\"b\",\"replace_all\":\"yes\"}",
+	{ "edit_file",
+	  "{\"path\":\"a\",\"old_text\":\"x\",\"new_text\":\"b\",\"replace_all\":\"yes\"}",
 	  "'replace_all' must be true or false" },
-	{ "grep", "{\"pattern\":\"x\",\"include\":\"*.c\"}", "'include' must be an array" },
-	{ "grep", "{\"pattern\":\"x\",\"include\":[\"\"]}", "'include[0]' must not be empty" },
-	{ "grep", "{\"pattern\":\"x\",\"max_results\":100000}", "'max_results' must be at most" },
-	{ "find", "{\"pattern\":\"*\",\"type\":\"f\"}", "'type' must be one of \"file\", \"directory\"" },
+	{ "grep", "{\"pattern\":\"x\",\"include\":\"*.c\"}",
+	  "'include' must be an array" },
+	{ "grep", "{\"pattern\":\"x\",\"include\":[\"\"]}",
+	  "'include[0]' must not be empty" },
+	{ "grep", "{\"pattern\":\"x\",\"max_results\":100000}",
+	  "'max_results' must be at most" },
+	{ "find", "{\"pattern\":\"*\",\"type\":\"f\"}",
+	  "'type' must be one of \"file\", \"directory\"" },
 	{ "list_dir", "{\"path\":\"\"}", "'path' must not be empty" },
-	{ "list_dir", "{\"recursive\":true}", "unknown argument 'recursive'; the arguments are path" },
+	{ "list_dir", "{\"recursive\":true}",
+	  "unknown argument 'recursive'; the arguments are path" },
 };
 
 /* Before 2025-11-25, arguments that break the schema are invalid params. */
@@ -779,7 +838,8 @@ Test(mcp, bad_arguments_are_invalid_params_before_2025_11_25)
 	initialize("2025-06-18");
 	for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
 		call_tool((int64_t)i + 1, bad_args[i].tool, bad_args[i].args);
-		expect_error(reply_to((int64_t)i + 1), MCP_INVALID_PARAMS, bad_args[i].words);
+		expect_error(reply_to((int64_t)i + 1), MCP_INVALID_PARAMS,
+			     bad_args[i].words);
 	}
 	expect_alive(1000);
 }
@@ -794,13 +854,18 @@ Test(mcp, bad_arguments_are_tool_errors_from_2025_11_25)
 
 		call_tool((int64_t)i + 1, bad_args[i].tool, bad_args[i].args);
 		m = reply_to((int64_t)i + 1);
-		cr_assert_null(get(m, "error"), "%s", json_object_to_json_string(m));
-		cr_expect(json_object_get_boolean(get(m, "result.isError")), "%s",
-			  json_object_to_json_string(m));
-		text = get(json_object_array_get_idx(get(m, "result.content"), 0), "text");
+		cr_assert_null(get(m, "error"), "%s",
+			       json_object_to_json_string(m));
+		cr_expect(json_object_get_boolean(get(m, "result.isError")),
+			  "%s", json_object_to_json_string(m));
+		text = get(json_object_array_get_idx(get(m, "result.content"),
+						     0),
+			   "text");
 		cr_assert_not_null(text);
-		cr_expect(strstr(json_object_get_string(text), bad_args[i].words) != NULL,
-			  "'%s' lacks '%s'", json_object_get_string(text), bad_args[i].words);
+		cr_expect(strstr(json_object_get_string(text),
+				 bad_args[i].words) != NULL,
+			  "'%s' lacks '%s'", json_object_get_string(text),
+			  bad_args[i].words);
 		cr_expect_null(get(m, "result.structuredContent"));
 		json_object_put(m);
 	}
@@ -811,7 +876,8 @@ Test(mcp, bad_arguments_are_tool_errors_from_2025_11_25)
 
 static int check(const char *schema, const char *value, char *msg, size_t msgsz)
 {
-	json_object *s = json_tokener_parse(schema), *v = json_tokener_parse(value);
+	json_object *s = json_tokener_parse(schema),
+		    *v = json_tokener_parse(value);
 	int rc;
 
 	cr_assert_not_null(s);
@@ -824,11 +890,12 @@ static int check(const char *schema, const char *value, char *msg, size_t msgsz)
 
 Test(wire, schema_checker)
 {
-	const char *obj = "{\"type\":\"object\",\"properties\":{"
-			  "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10},"
-			  "\"l\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
-			  "{\"k\":{\"type\":\"string\"}},\"required\":[\"k\"]}}},"
-			  "\"additionalProperties\":false}";
+	const char *obj =
+		"{\"type\":\"object\",\"properties\":{"
+		"\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10},"
+		"\"l\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+		"{\"k\":{\"type\":\"string\"}},\"required\":[\"k\"]}}},"
+		"\"additionalProperties\":false}";
 	char msg[300];
 
 	cr_expect_eq(check(obj, "{}", msg, sizeof(msg)), 0);
@@ -840,7 +907,8 @@ Test(wire, schema_checker)
 	cr_expect_eq(check(obj, "{\"n\":11}", msg, sizeof(msg)), -1);
 	cr_expect_str_eq(msg, "'n' must be at most 10");
 	cr_expect_eq(check(obj, "{\"n\":true}", msg, sizeof(msg)), -1);
-	cr_expect_eq(check(obj, "{\"l\":[{\"k\":\"a\"},{}]}", msg, sizeof(msg)), -1);
+	cr_expect_eq(check(obj, "{\"l\":[{\"k\":\"a\"},{}]}", msg, sizeof(msg)),
+		     -1);
 	cr_expect_str_eq(msg, "'l[1]' lacks 'k'");
 	cr_expect_eq(check(obj, "{\"l\":[{\"k\":1}]}", msg, sizeof(msg)), -1);
 	cr_expect_str_eq(msg, "'l[0].k' must be a string");
@@ -849,8 +917,12 @@ Test(wire, schema_checker)
 	cr_expect_eq(check(obj, "{\"z\":1}", msg, sizeof(msg)), -1);
 	cr_expect_str_eq(msg, "unknown argument 'z'; the arguments are n, l");
 	/* Type lists, as output schemas use them. */
-	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "null", msg, sizeof(msg)), 0);
-	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "\"x\"", msg, sizeof(msg)), -1);
+	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "null", msg,
+			   sizeof(msg)),
+		     0);
+	cr_expect_eq(check("{\"type\":[\"integer\",\"null\"]}", "\"x\"", msg,
+			   sizeof(msg)),
+		     -1);
 	cr_expect_str_eq(msg, "the arguments must be an integer or null");
 	/* A tiny message buffer is cut, never overrun. */
 	cr_expect_eq(check(obj, "{\"zzzzzzzzzzzzzzzzzzzz\":1}", msg, 8), -1);
@@ -864,12 +936,17 @@ Test(wire, tool_schemas_accept_good_arguments)
 		const char *tool, *args;
 	} good[] = {
 		{ "exec", "{\"command\":\"ls -l | wc -l\"}" },
-		{ "exec", "{\"command\":[\"ls\",\"-l\"],\"timeout\":0.5,\"workdir\":\"src\"}" },
-		{ "read_file", "{\"path\":\"a.c\",\"offset\":10,\"limit\":20}" },
+		{ "exec",
+		  "{\"command\":[\"ls\",\"-l\"],\"timeout\":0.5,\"workdir\":\"src\"}" },
+		{ "read_file",
+		  "{\"path\":\"a.c\",\"offset\":10,\"limit\":20}" },
 		{ "write_file", "{\"path\":\"a.c\",\"content\":\"\"}" },
-		{ "edit_file", "{\"path\":\"a.c\",\"old_text\":\"a\",\"new_text\":\"\",\"replace_all\":true}" },
-		{ "grep", "{\"pattern\":\"x\",\"path\":\"src\",\"include\":[\"*.c\"],\"ignore_case\":true,\"max_results\":5}" },
-		{ "find", "{\"pattern\":\"*.c\",\"path\":\"src\",\"type\":\"directory\",\"max_results\":5}" },
+		{ "edit_file",
+		  "{\"path\":\"a.c\",\"old_text\":\"a\",\"new_text\":\"\",\"replace_all\":true}" },
+		{ "grep",
+		  "{\"pattern\":\"x\",\"path\":\"src\",\"include\":[\"*.c\"],\"ignore_case\":true,\"max_results\":5}" },
+		{ "find",
+		  "{\"pattern\":\"*.c\",\"path\":\"src\",\"type\":\"directory\",\"max_results\":5}" },
 		{ "list_dir", "{}" },
 	};
 	char msg[300];
@@ -881,7 +958,8 @@ Test(wire, tool_schemas_accept_good_arguments)
 		json_object *v = json_tokener_parse(good[i].args);
 
 		cr_assert_not_null(t);
-		cr_expect_eq(mcp_schema_check(mcp_tool_input_schema(t), v, "", msg, sizeof(msg)),
+		cr_expect_eq(mcp_schema_check(mcp_tool_input_schema(t), v, "",
+					      msg, sizeof(msg)),
 			     0, "%s %s: %s", good[i].tool, good[i].args, msg);
 		json_object_put(v);
 	}
@@ -898,24 +976,32 @@ Test(wire, tool_schemas_accept_good_arguments)
 static int released;
 static int long_starts;
 
-static int is(const struct fake_request *r, const char *method, const char *prefix)
+static int is(const struct fake_request *r, const char *method,
+	      const char *prefix)
 {
-	return strcmp(r->method, method) == 0 && strncmp(r->path, prefix, strlen(prefix)) == 0;
+	return strcmp(r->method, method) == 0 &&
+	       strncmp(r->path, prefix, strlen(prefix)) == 0;
 }
 
-static fake_action engine_handler(struct fake_conn *c, const struct fake_request *r, void *p)
+static fake_action engine_handler(struct fake_conn *c,
+				  const struct fake_request *r, void *p)
 {
 	(void)p;
 	if (is(r, "POST", "/v1.41/containers/hutch-mcp-unit/exec")) {
-		fake_send_json(c, 201, strstr(r->body, "LONG") ? "{\"Id\":\"abc123\"}"
-								: "{\"Id\":\"def456\"}");
+		fake_send_json(c, 201,
+			       strstr(r->body, "LONG") ? "{\"Id\":\"abc123\"}" :
+							 "{\"Id\":\"def456\"}");
 		return FAKE_KEEP;
 	}
 	if (is(r, "POST", "/v1.41/exec/abc123/start")) {
 		__atomic_fetch_add(&long_starts, 1, __ATOMIC_SEQ_CST);
-		fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
-			      "Api-Version: 1.41\r\n\r\n");
-		for (int i = 0; i < 400 && !__atomic_load_n(&released, __ATOMIC_SEQ_CST); i++) {
+		fake_sendf(
+			c,
+			"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+			"Api-Version: 1.41\r\n\r\n");
+		for (int i = 0;
+		     i < 400 && !__atomic_load_n(&released, __ATOMIC_SEQ_CST);
+		     i++) {
 			char line[32];
 			int n = snprintf(line, sizeof(line), "tick %d\n", i);
 
@@ -926,8 +1012,10 @@ static fake_action engine_handler(struct fake_conn *c, const struct fake_request
 		return FAKE_CLOSE;
 	}
 	if (is(r, "POST", "/v1.41/exec/def456/start")) {
-		fake_sendf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
-			      "Api-Version: 1.41\r\n\r\n");
+		fake_sendf(
+			c,
+			"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+			"Api-Version: 1.41\r\n\r\n");
 		fake_send_frame(c, 1, "short\n", 6);
 		return FAKE_CLOSE;
 	}
@@ -936,11 +1024,14 @@ static fake_action engine_handler(struct fake_conn *c, const struct fake_request
 		return FAKE_KEEP;
 	}
 	if (is(r, "GET", "/v1.41/containers/hutch-mcp-unit/json")) {
-		fake_send_json(c, 200, "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\","
-				       "\"Running\":true}}");
+		fake_send_json(
+			c, 200,
+			"{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\","
+			"\"Running\":true}}");
 		return FAKE_KEEP;
 	}
-	fake_send_json(c, 404, "{\"message\":\"not played by the fake engine\"}");
+	fake_send_json(c, 404,
+		       "{\"message\":\"not played by the fake engine\"}");
 	return FAKE_KEEP;
 }
 
@@ -952,7 +1043,8 @@ static void start_fake(unsigned max_calls)
 
 	released = 0;
 	long_starts = 0;
-	cr_assert_eq(fake_engine_start(&fe, engine_handler, NULL), 0, "fake engine: %m");
+	cr_assert_eq(fake_engine_start(&fe, engine_handler, NULL), 0,
+		     "fake engine: %m");
 	fake_urls[0] = fake_engine_url(fe);
 	c.engine_urls = fake_urls;
 	c.nengines = 1;
@@ -963,7 +1055,9 @@ static void start_fake(unsigned max_calls)
 
 static void wait_long_starts(int n)
 {
-	for (int i = 0; i < 200 && __atomic_load_n(&long_starts, __ATOMIC_SEQ_CST) < n; i++)
+	for (int i = 0;
+	     i < 200 && __atomic_load_n(&long_starts, __ATOMIC_SEQ_CST) < n;
+	     i++)
 		usleep(20000);
 	if (__atomic_load_n(&long_starts, __ATOMIC_SEQ_CST) < n) {
 		static char log[8192];
@@ -971,15 +1065,17 @@ static void wait_long_starts(int n)
 		json_object *m = next_msg(0);
 
 		fake_engine_log_dump(fe, log, sizeof(log));
-		cr_assert_fail("the long command did not start; the engine saw:\n%s\n"
-			       "the server said: %s",
-			       log, m ? json_object_to_json_string(m) : "nothing");
+		cr_assert_fail(
+			"the long command did not start; the engine saw:\n%s\n"
+			"the server said: %s",
+			log, m ? json_object_to_json_string(m) : "nothing");
 	}
 }
 
 static const char *result_text(json_object *m)
 {
-	json_object *t = get(json_object_array_get_idx(get(m, "result.content"), 0), "text");
+	json_object *t = get(
+		json_object_array_get_idx(get(m, "result.content"), 0), "text");
 
 	return t ? json_object_get_string(t) : "";
 }
@@ -992,14 +1088,15 @@ Test(mcp, initialize_and_tools_list_never_touch_the_engine)
 	initialize("2025-06-18");
 	json_object_put(list_tools(1));
 	expect_alive(2);
-	cr_expect_eq(fake_engine_connections(fe), 0, "connections before any tool call");
+	cr_expect_eq(fake_engine_connections(fe), 0,
+		     "connections before any tool call");
 	cr_expect_eq(fake_engine_request_count(fe), 0);
 	/* The first tool call is what reaches it (so the check above can
 	 * fail). */
 	call_tool(3, "exec", "{\"command\":\"echo\"}");
 	m = reply_to(3);
-	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"), "short\n", "%s",
-			 json_object_to_json_string(m));
+	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"),
+			 "short\n", "%s", json_object_to_json_string(m));
 	cr_expect_gt(fake_engine_connections(fe), 0);
 	json_object_put(m);
 }
@@ -1015,9 +1112,12 @@ Test(mcp, exec_result_has_text_and_structured_content)
 	cr_expect_null(get(m, "result.isError"));
 	cr_expect_eq(get_int(m, "result.structuredContent.exit_code"), 0);
 	cr_expect_str_eq(get_str(m, "result.structuredContent.status"), "ok");
-	cr_expect_str_eq(get_str(m, "result.structuredContent.session"), "mcp-unit");
-	cr_expect(strstr(result_text(m), "exit code 0") != NULL, "%s", result_text(m));
-	cr_expect(strstr(result_text(m), "short") != NULL, "%s", result_text(m));
+	cr_expect_str_eq(get_str(m, "result.structuredContent.session"),
+			 "mcp-unit");
+	cr_expect(strstr(result_text(m), "exit code 0") != NULL, "%s",
+		  result_text(m));
+	cr_expect(strstr(result_text(m), "short") != NULL, "%s",
+		  result_text(m));
 	json_object_put(m);
 
 	/* An old client gets the text only. */
@@ -1039,7 +1139,8 @@ Test(mcp, an_unreachable_engine_is_a_tool_error)
 	m = reply_to(1);
 	cr_expect(json_object_get_boolean(get(m, "result.isError")), "%s",
 		  json_object_to_json_string(m));
-	cr_expect(strstr(result_text(m), "hutch-mcp-test.sock") != NULL, "%s", result_text(m));
+	cr_expect(strstr(result_text(m), "hutch-mcp-test.sock") != NULL, "%s",
+		  result_text(m));
 	json_object_put(m);
 	expect_alive(2);
 }
@@ -1052,36 +1153,43 @@ Test(mcp, progress_while_a_command_runs)
 
 	start_fake(0);
 	initialize("2025-06-18");
-	send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
-		  "{\"name\":\"exec\",\"arguments\":{\"command\":\"LONG\"},"
-		  "\"_meta\":{\"progressToken\":\"tok-1\"}}}");
+	send_line(
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"exec\",\"arguments\":{\"command\":\"LONG\"},"
+		"\"_meta\":{\"progressToken\":\"tok-1\"}}}");
 	wait_long_starts(1);
 	/* Notifications come every second whether or not there is output;
 	 * the command's output ("tick") shows up in one of them once it has
 	 * been read, which a slow (sanitizer, valgrind) build may delay. */
 	for (int i = 0, seen_tick = 0; !seen_tick; i++) {
-		cr_assert_lt(i, 20, "no progress notification showed the output");
+		cr_assert_lt(i, 20,
+			     "no progress notification showed the output");
 		m = next_msg(5000);
 		cr_assert_not_null(m, "no progress notification");
-		cr_assert_str_eq(get_str(m, "method"), "notifications/progress", "%s",
-				 json_object_to_json_string(m));
+		cr_assert_str_eq(get_str(m, "method"), "notifications/progress",
+				 "%s", json_object_to_json_string(m));
 		cr_expect_str_eq(get_str(m, "params.progressToken"), "tok-1");
-		cr_expect_gt(get_int(m, "params.progress"), last, "progress must increase");
+		cr_expect_gt(get_int(m, "params.progress"), last,
+			     "progress must increase");
 		last = get_int(m, "params.progress");
-		cr_expect(strstr(get_str(m, "params.message"), "running") != NULL);
-		seen_tick = strstr(get_str(m, "params.message"), "tick") != NULL;
+		cr_expect(strstr(get_str(m, "params.message"), "running") !=
+			  NULL);
+		seen_tick = strstr(get_str(m, "params.message"), "tick") !=
+			    NULL;
 		json_object_put(m);
 	}
 	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
 	m = reply_to(1);
-	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"), "tick 0\n") != NULL);
+	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"),
+			 "tick 0\n") != NULL);
 	json_object_put(m);
 	/* Nothing about the call after its reply. */
 	n = json_object_array_length(H.notes);
 	expect_alive(2);
 	usleep(300000);
 	expect_alive(3);
-	cr_expect_eq(json_object_array_length(H.notes), n, "progress after the reply");
+	cr_expect_eq(json_object_array_length(H.notes), n,
+		     "progress after the reply");
 }
 
 Test(mcp, no_progress_without_a_token)
@@ -1135,14 +1243,16 @@ Test(mcp, calls_overlap)
 	json_object_put(list_tools(2));
 	call_tool(3, "exec", "{\"command\":\"echo\"}");
 	m = reply_to(3);
-	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"), "short\n");
+	cr_expect_str_eq(get_str(m, "result.structuredContent.stdout"),
+			 "short\n");
 	json_object_put(m);
 	/* The same id again while the first runs is refused. */
 	call_tool(1, "exec", "{\"command\":\"echo\"}");
 	expect_error(reply_to(1), MCP_INVALID_REQUEST, "still running");
 	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
 	m = reply_to(1);
-	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"), "tick") != NULL);
+	cr_expect(strstr(get_str(m, "result.structuredContent.stdout"),
+			 "tick") != NULL);
 	json_object_put(m);
 }
 
@@ -1158,20 +1268,23 @@ Test(mcp, the_number_of_running_calls_is_capped)
 	call_tool(3, "exec", "{\"command\":\"echo\"}");
 	m = reply_to(3);
 	cr_expect(json_object_get_boolean(get(m, "result.isError")));
-	cr_expect(strstr(result_text(m), "2 tool calls are already running") != NULL, "%s",
-		  result_text(m));
+	cr_expect(strstr(result_text(m), "2 tool calls are already running") !=
+			  NULL,
+		  "%s", result_text(m));
 	json_object_put(m);
 	__atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < 2; i++) {
 		m = next_msg(10000);
 		cr_assert_not_null(m);
-		cr_expect(is_id(m, 1) || is_id(m, 2), "%s", json_object_to_json_string(m));
+		cr_expect(is_id(m, 1) || is_id(m, 2), "%s",
+			  json_object_to_json_string(m));
 		json_object_put(m);
 	}
 	/* Room again. */
 	call_tool(4, "exec", "{\"command\":\"echo\"}");
 	m = reply_to(4);
-	cr_expect_null(get(m, "result.isError"), "%s", json_object_to_json_string(m));
+	cr_expect_null(get(m, "result.isError"), "%s",
+		       json_object_to_json_string(m));
 	json_object_put(m);
 }
 

@@ -19,7 +19,8 @@ static hutch__secrets *set_of(const char *a, const char *b)
 	hutch__secrets *set = NULL;
 	const char *why = NULL;
 
-	cr_assert_eq(hutch__secrets_new(&set, v, l, b ? 2 : 1, &why), 0, "%s", why);
+	cr_assert_eq(hutch__secrets_new(&set, v, l, b ? 2 : 1, &why), 0, "%s",
+		     why);
 	return set;
 }
 
@@ -47,10 +48,12 @@ static int to_sink(const char *data, size_t len, void *p)
 }
 
 /* Bit-at-a-time base64, for comparison. */
-static void b64_ref(char *out, const unsigned char *in, size_t len, int url, int pad)
+static void b64_ref(char *out, const unsigned char *in, size_t len, int url,
+		    int pad)
 {
-	const char *alpha = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-				: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *alpha =
+		url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" :
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t bits = len * 8, o = 0;
 
 	for (size_t b = 0; b < bits; b += 6) {
@@ -58,7 +61,10 @@ static void b64_ref(char *out, const unsigned char *in, size_t len, int url, int
 
 		for (size_t k = 0; k < 6; k++) {
 			size_t bit = b + k;
-			unsigned x = bit < bits ? (in[bit / 8] >> (7 - bit % 8)) & 1 : 0;
+			unsigned x = bit < bits ?
+					     (in[bit / 8] >> (7 - bit % 8)) &
+						     1 :
+					     0;
 
 			v = v << 1 | x;
 		}
@@ -108,7 +114,8 @@ Test(redact, hex_both_cases)
  * carries at most the few bits it shares with its neighbours. */
 Test(redact, base64_every_alignment)
 {
-	const char *secret = "tok>>>en?~secret-value";  /* has + and / in base64 */
+	const char *secret =
+		"tok>>>en?~secret-value"; /* has + and / in base64 */
 	hutch__secrets *set = set_of(secret, NULL);
 	unsigned char in[64];
 	char enc[128], text[160], *out;
@@ -122,24 +129,35 @@ Test(redact, base64_every_alignment)
 					char *m;
 
 					for (size_t i = 0; i < pre; i++)
-						in[n++] = (unsigned char)('A' + i);
+						in[n++] = (unsigned char)('A' +
+									  i);
 					memcpy(in + n, secret, slen);
 					n += slen;
 					for (size_t i = 0; i < post; i++)
-						in[n++] = (unsigned char)('z' - i);
+						in[n++] = (unsigned char)('z' -
+									  i);
 					b64_ref(enc, in, n, url, pad);
-					snprintf(text, sizeof(text), "<%s>", enc);
+					snprintf(text, sizeof(text), "<%s>",
+						 enc);
 					out = redact(set, text);
 					m = strstr(out, HUTCH_REDACTED);
-					cr_assert_not_null(m, "url %d pre %zu post %zu: %s", url,
-							   pre, post, out);
+					cr_assert_not_null(
+						m,
+						"url %d pre %zu post %zu: %s",
+						url, pre, post, out);
 					/* Characters before the mask: those of the
 					 * prefix plus at most one shared one. */
 					left = (size_t)(m - out) - 1;
-					right = strlen(m + strlen(HUTCH_REDACTED)) - 1;
-					cr_assert_leq(left, (pre * 8 + 5) / 6 + 1, "%s -> %s", text, out);
-					cr_assert_leq(right, (post * 8 + 5) / 6 + 1 + 2, "%s -> %s",
-						      text, out);
+					right = strlen(m +
+						       strlen(HUTCH_REDACTED)) -
+						1;
+					cr_assert_leq(left,
+						      (pre * 8 + 5) / 6 + 1,
+						      "%s -> %s", text, out);
+					cr_assert_leq(right,
+						      (post * 8 + 5) / 6 + 1 +
+							      2,
+						      "%s -> %s", text, out);
 					free(out);
 				}
 	hutch__secrets_free(set);
@@ -177,7 +195,8 @@ Test(redact, overlapping_occurrences_are_one_mask)
 Test(redact, several_secrets)
 {
 	hutch__secrets *set = set_of("password", "pass-phrase-long");
-	char *out = redact(set, "password pass-phrase-long pass-phrase passwor");
+	char *out =
+		redact(set, "password pass-phrase-long pass-phrase passwor");
 
 	cr_assert_str_eq(out, "[REDACTED] [REDACTED] pass-phrase passwor");
 	free(out);
@@ -196,12 +215,24 @@ Test(redact, stream_cut_anywhere)
 	while (len < sizeof(text) - 64) {
 		seed = seed * 1103515245u + 12345u;
 		switch ((seed >> 16) % 7) {
-		case 0: len += (size_t)sprintf(text + len, "S3CRET-abc"); break;
-		case 1: len += (size_t)sprintf(text + len, "UzNDUkVULWFiYw=="); break;
-		case 2: len += (size_t)sprintf(text + len, "533343524554"); break;
-		case 3: len += (size_t)sprintf(text + len, "second/secret+"); break;
-		case 4: len += (size_t)sprintf(text + len, "S3CRET-ab"); break;
-		default: text[len++] = (char)('a' + (seed >> 20) % 26); break;
+		case 0:
+			len += (size_t)sprintf(text + len, "S3CRET-abc");
+			break;
+		case 1:
+			len += (size_t)sprintf(text + len, "UzNDUkVULWFiYw==");
+			break;
+		case 2:
+			len += (size_t)sprintf(text + len, "533343524554");
+			break;
+		case 3:
+			len += (size_t)sprintf(text + len, "second/secret+");
+			break;
+		case 4:
+			len += (size_t)sprintf(text + len, "S3CRET-ab");
+			break;
+		default:
+			text[len++] = (char)('a' + (seed >> 20) % 26);
+			break;
 		}
 	}
 	whole = hutch__redact_buffer(set, text, len, 0, &wlen);
@@ -216,8 +247,11 @@ Test(redact, stream_cut_anywhere)
 		cr_assert_eq(hutch__redactor_init(&r, set), 0);
 		for (size_t at = 0; at < len; at += piece)
 			cr_assert_eq(hutch__redact_feed(&r, text + at,
-							len - at < piece ? len - at : piece,
-							to_sink, &s), 0);
+							len - at < piece ?
+								len - at :
+								piece,
+							to_sink, &s),
+				     0);
 		cr_assert_eq(hutch__redact_flush(&r, 0, to_sink, &s), 0);
 		cr_assert_eq(s.len, wlen, "piece %zu", piece);
 		cr_assert_eq(memcmp(s.buf, whole, wlen), 0, "piece %zu", piece);
@@ -242,7 +276,8 @@ Test(redact, holds_back_at_most_the_longest_pattern)
 	memset(text, '.', sizeof(text));
 	cr_assert_eq(hutch__redactor_init(&r, set), 0);
 	s.len = 0;
-	cr_assert_eq(hutch__redact_feed(&r, text, sizeof(text), to_sink, &s), 0);
+	cr_assert_eq(hutch__redact_feed(&r, text, sizeof(text), to_sink, &s),
+		     0);
 	cr_assert_eq(s.len, sizeof(text) - 29);
 	cr_assert_eq(hutch__redact_flush(&r, 0, to_sink, &s), 0);
 	cr_assert_eq(s.len, sizeof(text));
@@ -267,7 +302,8 @@ Test(redact, sink_stops_the_feed)
 
 	memset(text, 'x', sizeof(text));
 	cr_assert_eq(hutch__redactor_init(&r, set), 0);
-	cr_assert_eq(hutch__redact_feed(&r, text, sizeof(text), stop_sink, NULL), 7);
+	cr_assert_eq(
+		hutch__redact_feed(&r, text, sizeof(text), stop_sink, NULL), 7);
 	hutch__redactor_free(&r);
 	hutch__secrets_free(set);
 	/* Without secrets the bytes pass straight through. */
