@@ -22,10 +22,16 @@
 #error "FUZZ_CORPUS_DIR must name tests/fuzz/corpus"
 #endif
 
-#define TARGETS(X)                                                 \
-	X(demux)                                                   \
-	X(engine) X(jsonrpc) X(path) X(editmatch) X(tar) X(redact) \
-		X(timestamp) X(fsanswer)
+#define TARGETS(X)   \
+	X(demux)     \
+	X(engine)    \
+	X(jsonrpc)   \
+	X(path)      \
+	X(editmatch) \
+	X(tar)       \
+	X(redact)    \
+	X(timestamp) \
+	X(fsanswer)
 
 #define DECLARE(name)                                            \
 	int hutch_fuzz_##name(const uint8_t *data, size_t size); \
