@@ -7,9 +7,8 @@
  * agent (and so leave the tree the timeout kills), signal the session's
  * init through SIGIO, or read the environment of other commands.  The
  * calls that no busybox tool makes (F_SETOWN with F_SETSIG, FIOSETOWN,
- * pidfd_send_signal, i386 int $0x80, prlimit) come from `poke`, a small
- * static program each test builds with the host's cc and seeds into its
- * session.
+ * pidfd_send_signal, i386 int $0x80, prlimit) come from `poke`
+ * (tests/hostile/tools/poke.c), which each test seeds into its session.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,121 +23,23 @@
 
 #include "hostile.h"
 
-static const char poke_src[] =
-	"#define _GNU_SOURCE\n"
-	"#include <errno.h>\n"
-	"#include <fcntl.h>\n"
-	"#include <signal.h>\n"
-	"#include <stdio.h>\n"
-	"#include <stdlib.h>\n"
-	"#include <string.h>\n"
-	"#include <unistd.h>\n"
-	"#include <sys/ioctl.h>\n"
-	"#include <sys/resource.h>\n"
-	"#include <sys/socket.h>\n"
-	"#include <sys/syscall.h>\n"
-	"\n"
-	"/* poke MODE PID SIG: send SIG to PID the MODE way; one line says\n"
-	" * whether the kernel took it.  Exit 0 when it did. */\n"
-	"static int async_fd(int rd, int wr, int sig)\n"
-	"{\n"
-	"	if (fcntl(rd, F_SETSIG, sig) < 0 ||\n"
-	"	    fcntl(rd, F_SETFL, fcntl(rd, F_GETFL) | O_ASYNC | O_NONBLOCK) < 0)\n"
-	"		return -1;\n"
-	"	return write(wr, \"x\", 1) == 1 ? 0 : -1;\n"
-	"}\n"
-	"\n"
-	"int main(int argc, char **argv)\n"
-	"{\n"
-	"	const char *m;\n"
-	"	pid_t pid;\n"
-	"	int sig, rc = -1, p[2], fd;\n"
-	"\n"
-	"	if (argc != 4)\n"
-	"		return 2;\n"
-	"	m = argv[1];\n"
-	"	pid = atoi(argv[2]);\n"
-	"	sig = atoi(argv[3]);\n"
-	"	errno = 0;\n"
-	"	if (!strcmp(m, \"kill\")) {\n"
-	"		rc = kill(pid, sig);\n"
-	"	} else if (!strcmp(m, \"tkill\")) {\n"
-	"		rc = (int)syscall(SYS_tkill, pid, sig);\n"
-	"	} else if (!strcmp(m, \"tgkill\")) {\n"
-	"		rc = (int)syscall(SYS_tgkill, pid, pid, sig);\n"
-	"	} else if (!strcmp(m, \"sigqueue\")) {\n"
-	"		union sigval v = { 0 };\n"
-	"		rc = sigqueue(pid, sig, v);\n"
-	"	} else if (!strcmp(m, \"pidfd\")) {\n"
-	"		fd = (int)syscall(SYS_pidfd_open, pid, 0);\n"
-	"		rc = fd < 0 ? -1 : (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);\n"
-	"	} else if (!strcmp(m, \"procfd\")) {\n"
-	"		char path[32];\n"
-	"		snprintf(path, sizeof(path), \"/proc/%d\", (int)pid);\n"
-	"		fd = open(path, O_RDONLY | O_DIRECTORY);\n"
-	"		rc = fd < 0 ? -1 : (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);\n"
-	"	} else if (!strcmp(m, \"sigio\") || !strcmp(m, \"sigio-group\")) {\n"
-	"		if (pipe(p) == 0 &&\n"
-	"		    fcntl(p[0], F_SETOWN, !strcmp(m, \"sigio\") ? pid : -pid) == 0)\n"
-	"			rc = async_fd(p[0], p[1], sig);\n"
-	"	} else if (!strcmp(m, \"sigio-ex\")) {\n"
-	"		struct f_owner_ex o = { F_OWNER_PID, pid };\n"
-	"		if (pipe(p) == 0 && fcntl(p[0], F_SETOWN_EX, &o) == 0)\n"
-	"			rc = async_fd(p[0], p[1], sig);\n"
-	"	} else if (!strcmp(m, \"fiosetown\")) {\n"
-	"		if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) == 0 &&\n"
-	"		    ioctl(p[0], FIOSETOWN, &pid) == 0)\n"
-	"			rc = async_fd(p[0], p[1], sig);\n"
-	"	} else if (!strcmp(m, \"prlimit\")) {\n"
-	"		struct rlimit r = { 0, 0 };\n"
-	"		rc = prlimit(pid, RLIMIT_CPU, &r, NULL);\n"
-	"	} else if (!strcmp(m, \"int80\")) {\n"
-	"#ifdef __x86_64__\n"
-	"		long ret;\n"
-	"		__asm__ volatile(\"int $0x80\" : \"=a\"(ret)\n"
-	"				 : \"a\"(37L), \"b\"((long)pid), \"c\"((long)sig)\n"
-	"				 : \"memory\");\n"
-	"		errno = ret < 0 ? (int)-ret : 0;\n"
-	"		rc = ret < 0 ? -1 : 0;\n"
-	"#else\n"
-	"		errno = ENOSYS;\n"
-	"#endif\n"
-	"	} else {\n"
-	"		return 2;\n"
-	"	}\n"
-	"	if (rc == 0)\n"
-	"		printf(\"%s: sent\\n\", m);\n"
-	"	else\n"
-	"		printf(\"%s: refused (%s)\\n\", m, strerror(errno));\n"
-	"	fflush(stdout);\n"
-	"	/* SIGIO goes out at the write; a SIGKILL lands before we exit. */\n"
-	"	usleep(100000);\n"
-	"	return rc == 0 ? 0 : 1;\n"
-	"}\n";
-
 /* Every way poke has to deliver a signal. */
 #define POKE_MODES                                                            \
 	"kill tkill tgkill sigqueue pidfd procfd sigio sigio-group sigio-ex " \
 	"fiosetown prlimit int80"
 #define N_POKE_MODES 12
 
-/* A new session whose workspace holds ./poke, built here, static, so it
- * runs in the busybox image; extra `up` options in `opts` (may be NULL). */
+/* A new session whose workspace holds ./poke; extra `up` options in `opts` (may be NULL). */
 static void up_with_poke(const char *s, const char *const *opts)
 {
-	char dir[] = "/tmp/hutch-hostile-process-XXXXXX", src[PATH_MAX];
+	char dir[] = "/tmp/hutch-hostile-process-XXXXXX";
 	const char *args[16] = { "up", s, "--seed", dir };
 	size_t n = 4;
-	FILE *f;
 	it_result r;
 
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_eq(chmod(dir, 0755), 0);
-	snprintf(src, sizeof(src), "%s.c", dir);
-	f = fopen(src, "w");
-	cr_assert(f && fputs(poke_src, f) >= 0 && fclose(f) == 0);
-	hostile_sh("cc -static -O2 -o '%s/poke' '%s'", dir, src);
-	unlink(src);
+	hostile_install_tool("poke", dir);
 	for (; opts && *opts && n < 15; opts++)
 		args[n++] = *opts;
 	args[n] = NULL;

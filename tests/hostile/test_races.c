@@ -34,7 +34,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
-#include "harness.h"
+#include "hostile.h"
 
 #define MAX_RACERS 6
 #define MISMATCH "exists with another configuration"
@@ -419,176 +419,21 @@ IT_TEST(races, left_system_volume_is_not_the_record)
 /* Bytes of filler before the edited lines. */
 #define FILLER "4194304"
 
-/*
- * A static program for the sandbox, as whatever runs in a session could
- * build one.  File tools run as the session's user, so any command of the
- * session may watch and signal them.
- *  - "hold FILE": take an exclusive flock on FILE, say "locked PID", hold
- *    it until killed;
- *  - "freeze TOOL SIZE GO watch|step": say "armed"; find a process of the
- *    file tool TOOL that has read SIZE bytes (the file it edits) and
- *    SIGSTOP it: with "watch" the first one seen (many run at once), with
- *    "step" the only one, stopped and looked at again and again until it
- *    has read them; say "frozen PID" (0 when it got past), SIGCONT it once
- *    GO exists.
- */
-static const char racer_src[] =
-	"#include <dirent.h>\n"
-	"#include <fcntl.h>\n"
-	"#include <signal.h>\n"
-	"#include <stdio.h>\n"
-	"#include <stdlib.h>\n"
-	"#include <string.h>\n"
-	"#include <sys/file.h>\n"
-	"#include <time.h>\n"
-	"#include <unistd.h>\n"
-	"\n"
-	"static int slurp(int pid, const char *what, char *buf, int cap)\n"
-	"{\n"
-	"\tchar path[64];\n"
-	"\tint fd, n;\n"
-	"\n"
-	"\tsnprintf(path, sizeof(path), \"/proc/%d/%s\", pid, what);\n"
-	"\tfd = open(path, O_RDONLY);\n"
-	"\tif (fd < 0)\n"
-	"\t\treturn -1;\n"
-	"\tn = (int)read(fd, buf, cap - 1);\n"
-	"\tclose(fd);\n"
-	"\tif (n < 0)\n"
-	"\t\treturn -1;\n"
-	"\tbuf[n] = 0;\n"
-	"\treturn n;\n"
-	"}\n"
-	"\n"
-	"/* argv[1] is \"fs\" and argv[2] is `tool`: the file tool itself. */\n"
-	"static int is_tool(int pid, const char *tool)\n"
-	"{\n"
-	"\tchar buf[512];\n"
-	"\tint n = slurp(pid, \"cmdline\", buf, sizeof(buf)), a1, a2;\n"
-	"\n"
-	"\tif (n <= 0)\n"
-	"\t\treturn 0;\n"
-	"\ta1 = (int)strlen(buf) + 1;\n"
-	"\tif (a1 >= n || strcmp(buf + a1, \"fs\"))\n"
-	"\t\treturn 0;\n"
-	"\ta2 = a1 + 3;\n"
-	"\treturn a2 < n && !strcmp(buf + a2, tool);\n"
-	"}\n"
-	"\n"
-	"/* Bytes it has read so far. */\n"
-	"static long long rchar(int pid)\n"
-	"{\n"
-	"\tchar buf[512], *p;\n"
-	"\n"
-	"\tif (slurp(pid, \"io\", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, \"rchar: \")))\n"
-	"\t\treturn -1;\n"
-	"\treturn atoll(p + 7);\n"
-	"}\n"
-	"\n"
-	"static int stopped(int pid)\n"
-	"{\n"
-	"\tchar buf[512], *p;\n"
-	"\n"
-	"\tif (slurp(pid, \"stat\", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))\n"
-	"\t\treturn -1;\n"
-	"\treturn p[2] == 'T' || p[2] == 't';\n"
-	"}\n"
-	"\n"
-	"/* The first `tool` process that has read at least `size` bytes. */\n"
-	"static int find(const char *tool, long long size)\n"
-	"{\n"
-	"\tDIR *d = opendir(\"/proc\");\n"
-	"\tstruct dirent *e;\n"
-	"\tint pid, found = 0;\n"
-	"\n"
-	"\twhile (d && !found && (e = readdir(d))) {\n"
-	"\t\tpid = atoi(e->d_name);\n"
-	"\t\tif (pid > 0 && pid != getpid() && is_tool(pid, tool) &&\n"
-	"\t\t    rchar(pid) >= size)\n"
-	"\t\t\tfound = pid;\n"
-	"\t}\n"
-	"\tif (d)\n"
-	"\t\tclosedir(d);\n"
-	"\treturn found;\n"
-	"}\n"
-	"\n"
-	"int main(int argc, char **argv)\n"
-	"{\n"
-	"\ttime_t end = time(NULL) + 10;\n"
-	"\tlong long size;\n"
-	"\tint pid = 0, st;\n"
-	"\n"
-	"\tif (argc == 3 && !strcmp(argv[1], \"hold\")) {\n"
-	"\t\tint fd = open(argv[2], O_RDONLY);\n"
-	"\n"
-	"\t\tif (fd < 0 || flock(fd, LOCK_EX) < 0)\n"
-	"\t\t\treturn 1;\n"
-	"\t\tprintf(\"locked %d\\n\", (int)getpid());\n"
-	"\t\tfflush(stdout);\n"
-	"\t\tfor (;;)\n"
-	"\t\t\tpause();\n"
-	"\t}\n"
-	"\tif (argc != 6 || strcmp(argv[1], \"freeze\"))\n"
-	"\t\treturn 2;\n"
-	"\tsize = atoll(argv[3]);\n"
-	"\tprintf(\"armed\\n\");\n"
-	"\tfflush(stdout);\n"
-	"\tif (!strcmp(argv[5], \"watch\")) {\n"
-	"\t\t/* Many candidates: stop the first one seen past its read. */\n"
-	"\t\twhile (!(pid = find(argv[2], size)) && time(NULL) < end)\n"
-	"\t\t\t;\n"
-	"\t\tif (pid && kill(pid, SIGSTOP) < 0)\n"
-	"\t\t\tpid = 0;\n"
-	"\t} else {\n"
-	"\t\t/* One: stop and look, again and again, until it has read. */\n"
-	"\t\twhile (!(pid = find(argv[2], 0)) && time(NULL) < end)\n"
-	"\t\t\t;\n"
-	"\t\twhile (pid) {\n"
-	"\t\t\tif (kill(pid, SIGSTOP) < 0) {\n"
-	"\t\t\t\tpid = 0;\n"
-	"\t\t\t\tbreak;\n"
-	"\t\t\t}\n"
-	"\t\t\twhile ((st = stopped(pid)) == 0)\n"
-	"\t\t\t\t;\n"
-	"\t\t\tif (st < 0)\n"
-	"\t\t\t\tpid = 0;\n"
-	"\t\t\tif (st < 0 || rchar(pid) >= size)\n"
-	"\t\t\t\tbreak;\n"
-	"\t\t\tkill(pid, SIGCONT);\n"
-	"\t\t}\n"
-	"\t}\n"
-	"\t/* 0: it got past us; the round is then a plain race. */\n"
-	"\tprintf(\"frozen %d\\n\", pid);\n"
-	"\tfflush(stdout);\n"
-	"\twhile (access(argv[4], F_OK) != 0 && time(NULL) < end + 60)\n"
-	"\t\tusleep(10000);\n"
-	"\tif (pid)\n"
-	"\t\tkill(pid, SIGCONT);\n"
-	"\tunlink(argv[4]);\n"
-	"\treturn 0;\n"
-	"}\n";
+/* The racer in the sandbox is tests/hostile/tools/edit-racer.c. */
 
-/* Build the racer on the host and put it at /workspace/racer. */
+/* Put the racer at /workspace/racer. */
 static void install_racer(const char *s)
 {
-	char dir[] = "/tmp/hutch-racer-XXXXXX", src[96], bin[96], cmd[320];
+	char dir[] = "/tmp/hutch-racer-XXXXXX";
 	it_result r;
-	FILE *f;
 
 	cr_assert_not_null(mkdtemp(dir));
-	snprintf(src, sizeof(src), "%s/racer.c", dir);
-	snprintf(bin, sizeof(bin), "%s/racer", dir);
-	f = fopen(src, "w");
-	cr_assert_not_null(f);
-	cr_assert(fputs(racer_src, f) >= 0 && fclose(f) == 0);
-	snprintf(cmd, sizeof(cmd), "cc -static -O1 -o %s %s", bin, src);
-	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-	cr_assert_eq(unlink(src), 0);
+	hostile_sh("install -m 0755 '%s/edit-racer' '%s/racer'", HOSTILE_TOOLS,
+		   dir);
 	r = it_hutch("sync-in", s, dir, NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch sync-in the racer");
 	it_result_free(&r);
-	unlink(bin);
-	rmdir(dir);
+	hostile_sh("rm -rf '%s'", dir);
 }
 
 /* Read a line from a running hutch's stdout that starts with `word`;

@@ -16,8 +16,8 @@
  * reporting it, and DIR, looked at from the host, must hold no set-id
  * file and no device node.
  *
- * The probe making the raw syscalls is a tiny static program built here
- * with the host's cc and copied into DIR, so it runs in any image.
+ * The probe making the raw syscalls is tests/hostile/tools/probe.c,
+ * copied into DIR.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,121 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-
-/* The probe: "probe OP ARGS...", one line "OP: ok" (exit 0) or
- * "OP: strerror" (exit 1). */
-static const char probe_src[] =
-	"#define _GNU_SOURCE\n"
-	"#include <dirent.h>\n"
-	"#include <errno.h>\n"
-	"#include <fcntl.h>\n"
-	"#include <signal.h>\n"
-	"#include <stdio.h>\n"
-	"#include <stdlib.h>\n"
-	"#include <string.h>\n"
-	"#include <sys/mman.h>\n"
-	"#include <sys/ptrace.h>\n"
-	"#include <sys/stat.h>\n"
-	"#include <sys/syscall.h>\n"
-	"#include <unistd.h>\n"
-	"static int done(const char *op, long rc)\n"
-	"{\n"
-	"	if (rc < 0) { printf(\"%s: %s\\n\", op, strerror(errno)); return 1; }\n"
-	"	printf(\"%s: ok\\n\", op);\n"
-	"	return 0;\n"
-	"}\n"
-	"#ifdef __x86_64__\n"
-	"static long int80(long nr, long a, long b, long c)\n"
-	"{\n"
-	"	long r;\n"
-	"	__asm__ volatile(\"int $0x80\" : \"=a\"(r) : \"a\"(nr), \"b\"(a), \"c\"(b), \"d\"(c)\n"
-	"			 : \"memory\", \"r8\", \"r9\", \"r10\", \"r11\");\n"
-	"	if (r < 0 && r > -4096) { errno = (int)-r; return -1; }\n"
-	"	return r;\n"
-	"}\n"
-	"#endif\n"
-	/* The pid of the process whose command line, arguments joined by
-	 * spaces, is `whole` or ends in " `tail`"; 0 when none. */
-	"static int find(const char *whole, const char *tail)\n"
-	"{\n"
-	"	DIR *d = opendir(\"/proc\");\n"
-	"	struct dirent *e;\n"
-	"	int found = 0;\n"
-	"	while (d && !found && (e = readdir(d))) {\n"
-	"		char path[64], buf[4096];\n"
-	"		int fd, pid = atoi(e->d_name);\n"
-	"		ssize_t n;\n"
-	"		if (pid <= 0 || pid == getpid()) continue;\n"
-	"		snprintf(path, sizeof(path), \"/proc/%d/cmdline\", pid);\n"
-	"		fd = open(path, O_RDONLY);\n"
-	"		if (fd < 0) continue;\n"
-	"		n = read(fd, buf, sizeof(buf) - 1);\n"
-	"		close(fd);\n"
-	"		if (n <= 1) continue;\n"
-	"		buf[--n] = 0;\n"
-	"		for (ssize_t i = 0; i < n; i++) if (!buf[i]) buf[i] = ' ';\n"
-	"		size_t l = strlen(buf), lt = strlen(tail);\n"
-	"		if (whole ? !strcmp(buf, whole)\n"
-	"			  : l > lt && buf[l - lt - 1] == ' ' && !strcmp(buf + l - lt, tail))\n"
-	"			found = pid;\n"
-	"	}\n"
-	"	if (d) closedir(d);\n"
-	"	return found;\n"
-	"}\n"
-	"int main(int argc, char **argv)\n"
-	"{\n"
-	"	const char *op = argc > 2 ? argv[1] : \"\", *p = argc > 2 ? argv[2] : \"\";\n"
-	"	if (!strcmp(op, \"open\"))\n"
-	"		return done(op, open(p, O_CREAT | O_EXCL | O_WRONLY, 04755));\n"
-	"	if (!strcmp(op, \"open-sgid\"))\n"
-	"		return done(op, openat(AT_FDCWD, p, O_CREAT | O_EXCL | O_RDWR, 02755));\n"
-	"	if (!strcmp(op, \"tmpfile\") && argc > 3) {\n"
-	"		char fdp[64];\n"
-	"		int fd = open(p, O_TMPFILE | O_WRONLY, 04755);\n"
-	"		if (fd < 0) return done(op, -1);\n"
-	"		snprintf(fdp, sizeof(fdp), \"/proc/self/fd/%d\", fd);\n"
-	"		return done(op, linkat(AT_FDCWD, fdp, AT_FDCWD, argv[3], AT_SYMLINK_FOLLOW));\n"
-	"	}\n"
-	"	if (!strcmp(op, \"mknod\"))\n"
-	"		return done(op, mknod(p, S_IFREG | 04755, 0));\n"
-	"	if (!strcmp(op, \"openat2\")) {\n"
-	"		struct { unsigned long long flags, mode, resolve; } how = { O_CREAT | O_WRONLY, 04755, 0 };\n"
-	"		return done(op, syscall(437, AT_FDCWD, p, &how, sizeof(how)));\n"
-	"	}\n"
-	"#ifdef __x86_64__\n"
-	"	if (!strcmp(op, \"chmod32\")) {\n"
-	"		char *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE,\n"
-	"				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);\n"
-	"		if (low == MAP_FAILED) return done(op, -1);\n"
-	"		snprintf(low, 4096, \"%s\", p);\n"
-	"		return done(op, int80(15, (long)low, 04755, 0));\n"
-	"	}\n"
-	"#endif\n"
-	/* ptrace MARK: the run agent of "sleep MARK"; the control: a child
-	 * of the probe's own (a command may trace its own processes; those of
-	 * other commands it may not, src/agent/confine.c). */
-	"	if (!strcmp(op, \"ptrace\")) {\n"
-	"		char whole[64];\n"
-	"		int sleeper = 0, agent = 0, rc;\n"
-	"		snprintf(whole, sizeof(whole), \"sleep %s\", p);\n"
-	"		for (int i = 0; i < 300 && !(sleeper && agent); i++) {\n"
-	"			sleeper = find(whole, NULL);\n"
-	"			agent = find(NULL, whole);\n"
-	"			if (!(sleeper && agent)) usleep(100000);\n"
-	"		}\n"
-	"		if (!sleeper || !agent) { printf(\"ptrace: no agent/sleep %s\\n\", p); return 2; }\n"
-	"		rc = done(\"agent\", ptrace(PTRACE_SEIZE, agent, 0, 0));\n"
-	"		int own = fork();\n"
-	"		if (own == 0) { pause(); _exit(0); }\n"
-	"		done(\"own\", ptrace(PTRACE_SEIZE, own, 0, 0));\n"
-	"		kill(own, SIGKILL);\n"
-	"		kill(sleeper, SIGKILL);\n"
-	"		return rc;\n"
-	"	}\n"
-	"	printf(\"usage: probe OP PATH\\n\");\n"
-	"	return 2;\n"
-	"}\n";
+#include "hostile.h"
 
 /*
  * Remove what failed runs left: a test that stops half-way (on a build
@@ -171,14 +57,10 @@ static void remove_stale(void)
 }
 
 /* The session's host directory, in `dir`: made (0700, so that what a
- * failed run leaves is no one else's), given to `owner`, the probe built
+ * failed run leaves is no one else's), given to `owner`, the probe put
  * into it. */
 static void make_workspace(char *dir, size_t cap, uid_t owner)
 {
-	char src[] = "/tmp/hutch-probe-XXXXXX.c", cmd[2 * PATH_MAX];
-	FILE *f;
-	int fd;
-
 	remove_stale();
 	/* The runner is the parent of the test workers (it_run_prefix). */
 	snprintf(dir, cap, "/tmp/hutch-hostile-setuid-%ld-XXXXXX",
@@ -186,17 +68,7 @@ static void make_workspace(char *dir, size_t cap, uid_t owner)
 	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
 	cr_assert_eq(chmod(dir, 0700), 0);
 	cr_assert_eq(chown(dir, owner, owner), 0, "chown: %s", strerror(errno));
-	fd = mkstemps(src, 2);
-	cr_assert_geq(fd, 0);
-	f = fdopen(fd, "w");
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(probe_src, 1, sizeof(probe_src) - 1, f),
-		     sizeof(probe_src) - 1);
-	cr_assert_eq(fclose(f), 0);
-	snprintf(cmd, sizeof(cmd), "cc -static -O1 -o '%s/probe' '%s'", dir,
-		 src);
-	cr_assert_eq(system(cmd), 0, "cannot build the probe: %s", cmd);
-	unlink(src);
+	hostile_install_tool("probe", dir);
 }
 
 static void remove_workspace(const char *dir)
