@@ -11,8 +11,10 @@
 #                             process and as a loop | docker/podman exec
 #   2. cold session creation  hutch up NEW | raw container create + start
 #                             (same image, no network, init) | docker run -d
-#   3. sync-in                10,000 files of 10 KiB: hutch sync-in | tar |
-#                             curl PUT archive | docker cp; MB/s, peak RSS
+#   3. sync-in, sync-out      10,000 files of 10 KiB: hutch sync-in | tar |
+#                             curl PUT archive | docker cp; out: hutch
+#                             sync-out | curl GET archive | tar | docker cp;
+#                             MB/s, peak RSS
 #   4. 1 GiB of output        hutch exec (streamed to /dev/null, and --json
 #                             with its 1 MiB caps) | raw floor | docker exec;
 #                             wall time and peak RSS
@@ -172,7 +174,31 @@ mbs() { awk -v m="$mb" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", m / s; else 
 row "hutch sync-in" "${R[sync_h]} s" "$(mbs "${R[sync_h]}") MB/s, peak RSS ${R[sync_rss_h]} MB"
 row "tar | curl PUT archive" "${R[sync_f]} s" "$(mbs "${R[sync_f]}") MB/s, peak RSS ${R[sync_rss_f]} MB, hutch/floor $(ratio "${R[sync_h]}" "${R[sync_f]}")"
 row "${cli[0]} cp" "${R[sync_c]} s" "$(mbs "${R[sync_c]}") MB/s, peak RSS ${R[sync_rss_c]} MB, hutch/cli $(ratio "${R[sync_h]}" "${R[sync_c]}")"
+
+# ---- 3b. sync-out ---------------------------------------------------------------
+echo "-- 3b. sync-out of the same 10,000 files ($sync_runs runs each)"
+sh -c "$clear_ws"
+"${H[@]}" sync-in "$warm" "$src" >/dev/null
 rm -rf "$src"
+dst=$tmp/out
+cmd_h="${H[*]} sync-out $warm $dst"
+cmd_f="mkdir -p $dst && curl -sSf --unix-socket $sock 'http://localhost/v1.41/containers/$ctr/archive?path=/workspace/.' | tar -C $dst -xf -"
+cmd_c="${cli[*]} cp $ctr:/workspace/. $dst"
+for n in "${sync_names[@]}"; do
+	eval "cmd=\$cmd_$n"
+	rm -rf "$dst"
+	read -r R[out_rss_$n] _ < <(rss_run "$cmd")
+	files=$(find "$dst" -type f | wc -l)
+	[ "$files" -eq 10000 ] || die "sync-out ($n): $files files arrived, not 10000"
+	hyperfine -r "$sync_runs" --prepare "rm -rf $dst" --export-csv "$tmp/s.csv" "$cmd" >/dev/null
+	R[out_$n]=$(awk -F, 'NR==2 { printf "%.2f", $2 }' "$tmp/s.csv")
+done
+rm -rf "$dst"
+R[out_c]=${R[out_c]:--}
+R[out_rss_c]=${R[out_rss_c]:--}
+row "hutch sync-out" "${R[out_h]} s" "$(mbs "${R[out_h]}") MB/s, peak RSS ${R[out_rss_h]} MB"
+row "curl GET archive | tar" "${R[out_f]} s" "$(mbs "${R[out_f]}") MB/s, peak RSS ${R[out_rss_f]} MB, hutch/floor $(ratio "${R[out_h]}" "${R[out_f]}")"
+row "${cli[0]} cp (out)" "${R[out_c]} s" "$(mbs "${R[out_c]}") MB/s, peak RSS ${R[out_rss_c]} MB, hutch/cli $(ratio "${R[out_h]}" "${R[out_c]}")"
 sh -c "$clear_ws"
 
 # ---- 4. a command printing 1 GiB -------------------------------------------------
@@ -248,6 +274,7 @@ echo "|---|---|---|---|---|---|"
 echo "| warm exec \`true\` | ${R[lat_h]} ms | ${R[lat_f]} ms (loop ${R[lat_loop]} ms) | ${R[lat_c]} ms | $(ratio "${R[lat_h]}" "${R[lat_f]}") | $(ratio "${R[lat_h]}" "${R[lat_c]}") |"
 echo "| cold session (\`up\` / create+start / \`run -d\`) | ${R[cold_h]} ms | ${R[cold_f]} ms | ${R[cold_c]} ms | $(ratio "${R[cold_h]}" "${R[cold_f]}") | $(ratio "${R[cold_h]}" "${R[cold_c]}") |"
 echo "| sync-in ${mb} MB, 10,000 files | ${R[sync_h]} s, $(mbs "${R[sync_h]}") MB/s, ${R[sync_rss_h]} MB RSS | ${R[sync_f]} s, ${R[sync_rss_f]} MB RSS | ${R[sync_c]} s, ${R[sync_rss_c]} MB RSS | $(ratio "${R[sync_h]}" "${R[sync_f]}") | $(ratio "${R[sync_h]}" "${R[sync_c]}") |"
+echo "| sync-out ${mb} MB, 10,000 files | ${R[out_h]} s, $(mbs "${R[out_h]}") MB/s, ${R[out_rss_h]} MB RSS | ${R[out_f]} s, ${R[out_rss_f]} MB RSS | ${R[out_c]} s, ${R[out_rss_c]} MB RSS | $(ratio "${R[out_h]}" "${R[out_f]}") | $(ratio "${R[out_h]}" "${R[out_c]}") |"
 echo "| 1 GiB of output | ${R[gib_h]} s, ${R[gib_rss_h]} MB RSS (\`--json\`: ${R[gib_j]} s, ${R[gib_rss_j]} MB) | ${R[gib_f]} s, ${R[gib_rss_f]} MB RSS | ${R[gib_c]} s, ${R[gib_rss_c]} MB RSS | $(ratio "${R[gib_h]}" "${R[gib_f]}") | $(ratio "${R[gib_h]}" "${R[gib_c]}") |"
 for w in $widths; do
 	label="$w parallel sessions"
