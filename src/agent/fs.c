@@ -1,8 +1,8 @@
 /*
  * fs.c - the "fs" subcommand: file tools confined to the workspace
  *
- * Protocol: spec/fs-protocol.md.  One JSON object on stdout, exit 0 (ok),
- * 1 (tool error) or 2 (usage).  Every path a user gives goes through
+ * Protocol: doc/agent-protocol.md ("fs"), constants in agent_protocol.h.
+ * One JSON object on stdout, exit 0 (ok), 1 (tool error) or 2 (usage).  Every path a user gives goes through
  * fs_path.c; directory walks below a resolved directory only ever open
  * names beneath an fd they hold, with O_NOFOLLOW, so they cannot leave it.
  *
@@ -35,7 +35,7 @@
 #include "utf8.h"
 
 #define FS_DEFAULT_ROOT "/workspace"
-#define STAGE_DIR_DEFAULT "/.hutch"
+#define STAGE_DIR_DEFAULT HUTCH_AGENT_DIR
 
 #define READ_LIMIT_DEFAULT 2000
 #define READ_BYTES_DEFAULT (256 << 10)
@@ -47,8 +47,8 @@
 #define LIST_MAX 100000 /* largest --max accepted */
 #define INCLUDE_MAX 64	/* --include options */
 
-#define OUT_MAX ((8 << 20) - 4096) /* whole answer */
-#define OUT_SOFT (6 << 20)	   /* no new list entry past this */
+#define OUT_MAX HUTCH_AGENT_FS_ANSWER_MAX /* whole answer */
+#define OUT_SOFT (6 << 20)		  /* no new list entry past this */
 #define WALK_DEPTH 64
 #define DIR_ENTRIES_MAX 65536 /* names sorted per directory */
 #define BINARY_PROBE 8192
@@ -58,8 +58,8 @@
 #define LOCK_WAIT_MS 15000 /* for another writer of the file */
 #define EDIT_TRIES 4	   /* reads when the file changes under us */
 
-#define EXIT_OK 0
-#define EXIT_TOOL 1
+#define EXIT_OK HUTCH_AGENT_EXIT_OK
+#define EXIT_TOOL HUTCH_AGENT_EXIT_FAIL
 
 struct fs_opts {
 	const char *tool;
@@ -123,30 +123,37 @@ static int fail_end(struct fs *fs, int exit_code)
 	return emit(fs, exit_code);
 }
 
-#define fail(fs, code, ...)                 \
-	(fail_begin(fs, code, __VA_ARGS__), \
-	 fail_end(fs, strcmp(code, "usage") ? EXIT_TOOL : AGENT_EXIT_USAGE))
+#define fail(fs, code, ...)                                 \
+	(fail_begin(fs, code, __VA_ARGS__),                 \
+	 fail_end(fs, strcmp(code, HUTCH_AGENT_ERR_USAGE) ? \
+			      EXIT_TOOL :                   \
+			      HUTCH_AGENT_EXIT_USAGE))
 
 /* Error for a failed resolution or open of the user's @path. */
 static int fail_path(struct fs *fs, const char *path, int rc)
 {
 	switch (rc) {
 	case FSP_ESCAPE:
-		return fail(fs, "escape", "'%s' resolves outside %s", path,
-			    fs->o.root);
+		return fail(fs, HUTCH_AGENT_ERR_ESCAPE,
+			    "'%s' resolves outside %s", path, fs->o.root);
 	case FSP_NOTFILE:
-		return fail(fs, "notfile", "'%s' is not a regular file", path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_FILE,
+			    "'%s' is not a regular file", path);
 	case -ENOENT:
-		return fail(fs, "notfound", "'%s': no such file or directory",
-			    path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_FOUND,
+			    "'%s': no such file or directory", path);
 	case -ENOTDIR:
-		return fail(fs, "notdir", "'%s': not a directory", path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_DIR,
+			    "'%s': not a directory", path);
 	case -EISDIR:
-		return fail(fs, "isdir", "'%s' is a directory", path);
+		return fail(fs, HUTCH_AGENT_ERR_IS_DIR, "'%s' is a directory",
+			    path);
 	case -ELOOP:
-		return fail(fs, "io", "'%s': too many symlinks", path);
+		return fail(fs, HUTCH_AGENT_ERR_IO, "'%s': too many symlinks",
+			    path);
 	default:
-		return fail(fs, "io", "'%s': %s", path, strerror(-rc));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "'%s': %s", path,
+			    strerror(-rc));
 	}
 }
 
@@ -262,9 +269,12 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 			      int *max_pos)
 {
 	const char *t = o->tool;
-	bool read = !strcmp(t, "read"), write = !strcmp(t, "write");
-	bool edit = !strcmp(t, "edit"), grep = !strcmp(t, "grep");
-	bool find = !strcmp(t, "find"), ls = !strcmp(t, "ls");
+	bool read = !strcmp(t, HUTCH_AGENT_FS_READ),
+	     write = !strcmp(t, HUTCH_AGENT_FS_WRITE);
+	bool edit = !strcmp(t, HUTCH_AGENT_FS_EDIT),
+	     grep = !strcmp(t, HUTCH_AGENT_FS_GREP);
+	bool find = !strcmp(t, HUTCH_AGENT_FS_FIND),
+	     ls = !strcmp(t, HUTCH_AGENT_FS_LS);
 
 	if (!read && !write && !edit && !grep && !find && !ls)
 		return "unknown tool (read, write, edit, grep, find, ls)";
@@ -353,11 +363,11 @@ static bool staged_ok(const char *dir, const char *p)
 /* Texts small enough travel in the exec's environment instead of a file
  * (saving the engine's archive round trip): "env:NAME" names a variable
  * HUTCH_FS_* holding the text in base64. */
-#define ENV_SOURCE "env:"
+#define ENV_SOURCE HUTCH_AGENT_ENV_SOURCE
 
 /* A pipe holds this much without a reader; the library keeps environment
  * texts below it (48 KiB decoded). */
-#define ENV_TEXT_PIPE_MAX (60 * 1024)
+#define ENV_TEXT_PIPE_MAX HUTCH_AGENT_ENV_TEXT_MAX
 
 /* Decode the base64 text of variable @name into a memfd positioned at 0
  * (or, where memfd_create is filtered, a pipe already holding it): the fd
@@ -370,7 +380,9 @@ static int env_text_fd(const char *name)
 	hutch__b64 dec = HUTCH__B64_INIT;
 	int fd, d, p[2] = { -1, -1 };
 
-	if (strncmp(name, "HUTCH_FS_", 9) != 0 || !(v = getenv(name)))
+	if (strncmp(name, HUTCH_AGENT_ENV_PREFIX,
+		    sizeof(HUTCH_AGENT_ENV_PREFIX) - 1) != 0 ||
+	    !(v = getenv(name)))
 		return -1;
 	fd = memfd_create("hutch-text", MFD_CLOEXEC);
 	if (fd < 0) {
@@ -832,18 +844,20 @@ static int tool_read(struct fs *fs)
 
 	if (fs->o.offset &&
 	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r.offset) < 0) {
-		rc = fail(fs, "invalid", "--offset wants a line number >= 1");
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+			  "--offset wants a line number >= 1");
 		goto out;
 	}
 	if (fs->o.limit &&
 	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r.limit) < 0) {
-		rc = fail(fs, "invalid", "--limit wants a number >= 1");
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+			  "--limit wants a number >= 1");
 		goto out;
 	}
 	if (fs->o.max_bytes) {
 		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) <
 		    0) {
-			rc = fail(fs, "invalid",
+			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
 				  "--max-bytes wants a number >= 1");
 			goto out;
 		}
@@ -885,7 +899,7 @@ static int tool_read(struct fs *fs)
 		    memchr(buf, '\0',
 			   (size_t)n < BINARY_PROBE ? (size_t)n :
 						      BINARY_PROBE)) {
-			rc = fail(fs, "binary",
+			rc = fail(fs, HUTCH_AGENT_ERR_BINARY,
 				  "'%s' is a binary file (%lld bytes)", path,
 				  (long long)st.st_size);
 			goto out;
@@ -936,7 +950,7 @@ out:
 static int fail_locked(struct fs *fs, const char *path)
 {
 	return fail(
-		fs, "conflict",
+		fs, HUTCH_AGENT_ERR_CONFLICT,
 		"'%s' is locked by another process: waited %d s for another edit or "
 		"write of it, or for a command of the session that holds a lock on "
 		"it; nothing was written",
@@ -956,8 +970,8 @@ static int tool_write(struct fs *fs)
 	int fd = -1, rc;
 
 	if (fs->from_fd < 0) {
-		rc = fail(fs, "io", "staged file '%s': %s", fs->o.from,
-			  strerror(ENOENT));
+		rc = fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			  fs->o.from, strerror(ENOENT));
 		goto out;
 	}
 	for (;;) {
@@ -1049,15 +1063,15 @@ static int read_staged(struct fs *fs, int fd, const char *what,
 	int rc;
 
 	if (fd < 0)
-		return fail(fs, "io", "staged file '%s': %s", path,
-			    strerror(ENOENT));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			    path, strerror(ENOENT));
 	rc = slurp(fd, EDIT_MAX, out, len);
 	if (rc == -EFBIG)
-		return fail(fs, "toobig", "%s text is over %d MiB", what,
-			    EDIT_MAX >> 20);
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "%s text is over %d MiB", what, EDIT_MAX >> 20);
 	if (rc)
-		return fail(fs, "io", "staged file '%s': %s", path,
-			    strerror(-rc));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			    path, strerror(-rc));
 	return 0;
 }
 
@@ -1082,11 +1096,12 @@ static int tool_edit(struct fs *fs)
 	if (rc)
 		goto out;
 	if (olen == 0) {
-		rc = fail(fs, "invalid", "the old text is empty");
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "the old text is empty");
 		goto out;
 	}
 	if (olen == nlen && !memcmp(old, new_text, olen)) {
-		rc = fail(fs, "invalid", "the old and new texts are the same");
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+			  "the old and new texts are the same");
 		goto out;
 	}
 	for (;;) {
@@ -1109,22 +1124,22 @@ static int tool_edit(struct fs *fs)
 		if (!same_file(res.parent, res.name, fd) || fstat(fd, &st) < 0)
 			goto again;
 		if (st.st_size > EDIT_MAX) {
-			rc = fail(fs, "toobig",
+			rc = fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
 				  "'%s' is over %d MiB (%lld bytes)", path,
 				  EDIT_MAX >> 20, (long long)st.st_size);
 			goto out;
 		}
 		rc = slurp(fd, EDIT_MAX, &file, &flen);
 		if (rc) {
-			rc = rc == -EFBIG ?
-				     fail(fs, "toobig", "'%s' is over %d MiB",
-					  path, EDIT_MAX >> 20) :
-				     fail_path(fs, path, rc);
+			rc = rc == -EFBIG ? fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+						 "'%s' is over %d MiB", path,
+						 EDIT_MAX >> 20) :
+					    fail_path(fs, path, rc);
 			goto out;
 		}
 		if (memchr(file, '\0',
 			   flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
-			rc = fail(fs, "binary",
+			rc = fail(fs, HUTCH_AGENT_ERR_BINARY,
 				  "'%s' is a binary file (%zu bytes)", path,
 				  flen);
 			goto out;
@@ -1144,7 +1159,7 @@ static int tool_edit(struct fs *fs)
 		 * what it wrote, a few times at most. */
 		if (++changed >= EDIT_TRIES) {
 			rc = fail(
-				fs, "conflict",
+				fs, HUTCH_AGENT_ERR_CONFLICT,
 				"'%s' changed while it was being edited (a process of "
 				"the session wrote it %d times meanwhile); nothing was "
 				"written: read it again",
@@ -1168,8 +1183,8 @@ again:
 	case EM_OK:
 		break;
 	case EM_NOMATCH:
-		fail_begin(fs, "nomatch", "the old text was not found in '%s'",
-			   path);
+		fail_begin(fs, HUTCH_AGENT_ERR_NO_MATCH,
+			   "the old text was not found in '%s'", path);
 		if (em.closest) {
 			jsonw_open(&fs->out, "closest", '{');
 			jsonw_int(&fs->out, "line", (long long)em.closest_line);
@@ -1179,7 +1194,7 @@ again:
 		rc = fail_end(fs, EXIT_TOOL);
 		goto out;
 	case EM_AMBIGUOUS:
-		fail_begin(fs, "ambiguous",
+		fail_begin(fs, HUTCH_AGENT_ERR_AMBIGUOUS,
 			   "the old text occurs %zu times in '%s' (%s match); "
 			   "add context or use --all",
 			   em.count, path, em_match_name(em.match));
@@ -1191,13 +1206,14 @@ again:
 		rc = fail_end(fs, EXIT_TOOL);
 		goto out;
 	case EM_INVALID:
-		rc = fail(fs, "invalid",
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
 			  "the old text is empty or the same "
 			  "as the new one");
 		goto out;
 	case EM_TOOBIG:
-		rc = fail(fs, "toobig", "the edited '%s' would be over %u MiB",
-			  path, EM_OUT_MAX >> 20);
+		rc = fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			  "the edited '%s' would be over %u MiB", path,
+			  EM_OUT_MAX >> 20);
 		goto out;
 	default:
 		rc = fail_path(fs, path, -ENOMEM);
@@ -1577,13 +1593,14 @@ static int tool_grep(struct fs *fs)
 	int rc, dfd = -1, fd = -1, i;
 
 	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &g.max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
+			  LIST_MAX);
 		goto out;
 	}
 	for (i = 0; i < fs->o.ninclude; i++) {
 		if (!hutch__glob_valid(fs->o.include[i])) {
-			rc = fail(fs, "invalid", "bad --include glob '%s'",
-				  fs->o.include[i]);
+			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+				  "bad --include glob '%s'", fs->o.include[i]);
 			goto out;
 		}
 	}
@@ -1592,7 +1609,8 @@ static int tool_grep(struct fs *fs)
 			     (fs->o.icase ? REG_ICASE : 0));
 	if (rc) {
 		regerror(rc, &g.re, err, sizeof(err));
-		rc = fail(fs, "invalid", "bad regex '%s': %s", pattern, err);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad regex '%s': %s",
+			  pattern, err);
 		goto out;
 	}
 	compiled = true;
@@ -1693,16 +1711,17 @@ static int tool_find(struct fs *fs)
 	int rc, dfd = -1;
 
 	if (!hutch__glob_valid(f.glob)) {
-		rc = fail(fs, "invalid", "bad glob '%s'", f.glob);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad glob '%s'", f.glob);
 		goto out;
 	}
 	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &f.max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
+			  LIST_MAX);
 		goto out;
 	}
 	if (fs->o.type) {
 		if (strcmp(fs->o.type, "f") && strcmp(fs->o.type, "d")) {
-			rc = fail(fs, "invalid",
+			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
 				  "--type wants f or d, not '%s'", fs->o.type);
 			goto out;
 		}
@@ -1772,7 +1791,8 @@ static int tool_ls(struct fs *fs)
 	int rc, dfd = -1, pfd = -1;
 
 	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
+			  LIST_MAX);
 		goto out;
 	}
 	rc = open_start(fs, path, &res, &dfd);
@@ -1841,11 +1861,11 @@ int agent_fs(int argc, char **argv)
 	/* Staged files go away even when the call is refused. */
 	bad = take_staged(&fs);
 	if (msg) {
-		rc = fail(&fs, "usage", "%s", msg);
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
 		goto out;
 	}
 	if (bad) {
-		rc = fail(&fs, "usage",
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE,
 			  "text source '%s' is neither a staged file "
 			  "under %s/ nor env:HUTCH_FS_* in base64",
 			  bad,
@@ -1854,30 +1874,33 @@ int agent_fs(int argc, char **argv)
 	}
 	msg = check_args(&fs.o, &min_pos, &max_pos);
 	if (msg) {
-		rc = fail(&fs, "usage", "%s", msg);
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
 		goto out;
 	}
 	if (!fs.o.root)
 		fs.o.root = FS_DEFAULT_ROOT;
 	if (fs.o.root[0] != '/') {
-		rc = fail(&fs, "usage", "--root wants an absolute path");
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE,
+			  "--root wants an absolute path");
 		goto out;
 	}
 	rc = fsp_root_open(&fs.root, fs.o.root);
 	if (rc) {
-		rc = fail(&fs, rc == -ENOENT ? "notfound" : "io",
+		rc = fail(&fs,
+			  rc == -ENOENT ? HUTCH_AGENT_ERR_NOT_FOUND :
+					  HUTCH_AGENT_ERR_IO,
 			  "root '%s': %s", fs.o.root, strerror(-rc));
 		goto out;
 	}
-	if (!strcmp(fs.o.tool, "read"))
+	if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_READ))
 		rc = tool_read(&fs);
-	else if (!strcmp(fs.o.tool, "write"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_WRITE))
 		rc = tool_write(&fs);
-	else if (!strcmp(fs.o.tool, "edit"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_EDIT))
 		rc = tool_edit(&fs);
-	else if (!strcmp(fs.o.tool, "grep"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_GREP))
 		rc = tool_grep(&fs);
-	else if (!strcmp(fs.o.tool, "find"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_FIND))
 		rc = tool_find(&fs);
 	else
 		rc = tool_ls(&fs);
