@@ -11,6 +11,7 @@
  * and the whole answer stays under 8 MiB.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -159,36 +160,29 @@ static int fail_path(struct fs *fs, const char *path, int rc)
 
 /* --- options ------------------------------------------------------------- */
 
-static const char *const value_opts[] = {
-	"--root",      "--stage-dir", "--offset",   "--limit",
-	"--max-bytes", "--from",      "--old-from", "--new-from",
-	"--include",   "--max",	      "--type",
+/* The options that take a value, and where it goes (--include, which
+ * may repeat, has a list of its own). */
+#define VALUE_OPT(name, member)                        \
+	{                                              \
+		name, offsetof(struct fs_opts, member) \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+} value_opts[] = {
+	VALUE_OPT("--root", root),
+	VALUE_OPT("--stage-dir", stage_dir),
+	VALUE_OPT("--offset", offset),
+	VALUE_OPT("--limit", limit),
+	VALUE_OPT("--max-bytes", max_bytes),
+	VALUE_OPT("--from", from),
+	VALUE_OPT("--old-from", old_from),
+	VALUE_OPT("--new-from", new_from),
+	VALUE_OPT("--max", max),
+	VALUE_OPT("--type", type),
+	{ "--include", 0 }, /* not a slot: see parse_args() */
 };
-
-static const char **opt_slot(struct fs_opts *o, const char *name)
-{
-	if (!strcmp(name, "--root"))
-		return &o->root;
-	if (!strcmp(name, "--stage-dir"))
-		return &o->stage_dir;
-	if (!strcmp(name, "--offset"))
-		return &o->offset;
-	if (!strcmp(name, "--limit"))
-		return &o->limit;
-	if (!strcmp(name, "--max-bytes"))
-		return &o->max_bytes;
-	if (!strcmp(name, "--from"))
-		return &o->from;
-	if (!strcmp(name, "--old-from"))
-		return &o->old_from;
-	if (!strcmp(name, "--new-from"))
-		return &o->new_from;
-	if (!strcmp(name, "--max"))
-		return &o->max;
-	if (!strcmp(name, "--type"))
-		return &o->type;
-	return NULL;
-}
+#undef VALUE_OPT
 
 /*
  * Options may come before or after the tool name and between positional
@@ -200,7 +194,6 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 	static char msg[128];
 	bool opts = true;
 	const char *arg, *val, *eq;
-	char name[32];
 	size_t nlen, k;
 	int i;
 
@@ -223,31 +216,30 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 			nlen = eq ? (size_t)(eq - arg) : strlen(arg);
 			for (k = 0;
 			     k < sizeof(value_opts) / sizeof(*value_opts); k++)
-				if (strlen(value_opts[k]) == nlen &&
-				    !strncmp(arg, value_opts[k], nlen))
+				if (strlen(value_opts[k].name) == nlen &&
+				    !strncmp(arg, value_opts[k].name, nlen))
 					break;
 			if (k == sizeof(value_opts) / sizeof(*value_opts)) {
 				snprintf(msg, sizeof(msg),
 					 "unknown option '%.64s'", arg);
 				return msg;
 			}
-			memcpy(name, arg, nlen);
-			name[nlen] = '\0';
 			if (eq) {
 				val = eq + 1;
 			} else if (i + 1 < argc) {
 				val = argv[++i];
 			} else {
 				snprintf(msg, sizeof(msg), "%s needs a value",
-					 name);
+					 value_opts[k].name);
 				return msg;
 			}
-			if (!strcmp(name, "--include")) {
+			if (!strcmp(value_opts[k].name, "--include")) {
 				if (o->ninclude == INCLUDE_MAX)
 					return "too many --include";
 				o->include[o->ninclude++] = val;
 			} else {
-				*opt_slot(o, name) = val;
+				*(const char **)((char *)o +
+						 value_opts[k].off) = val;
 			}
 			continue;
 		}
@@ -825,6 +817,29 @@ static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 	r->line++;
 }
 
+/* read's options into @r: 0, or the exit code of the answer that
+ * refused one. */
+static int read_options(struct fs *fs, struct reader *r)
+{
+	long long v;
+
+	if (fs->o.offset &&
+	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r->offset) < 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "--offset wants a line number >= 1");
+	if (fs->o.limit &&
+	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r->limit) < 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "--limit wants a number >= 1");
+	if (fs->o.max_bytes) {
+		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) < 0)
+			return fail(fs, HUTCH_AGENT_ERR_INVALID,
+				    "--max-bytes wants a number >= 1");
+		r->max_bytes = (size_t)v;
+	}
+	return 0;
+}
+
 static int tool_read(struct fs *fs)
 {
 	const char *path = fs->o.npos ? fs->o.pos[0] : ".";
@@ -834,7 +849,7 @@ static int tool_read(struct fs *fs)
 			    .line = 1,
 			    .collecting = true };
 	unsigned long long size = 0;
-	long long total, v;
+	long long total;
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	char *buf = NULL, *p, *end, *nl;
 	bool last_nl = true;
@@ -842,27 +857,9 @@ static int tool_read(struct fs *fs)
 	ssize_t n;
 	int fd = -1, rc;
 
-	if (fs->o.offset &&
-	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r.offset) < 0) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
-			  "--offset wants a line number >= 1");
+	rc = read_options(fs, &r);
+	if (rc)
 		goto out;
-	}
-	if (fs->o.limit &&
-	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r.limit) < 0) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
-			  "--limit wants a number >= 1");
-		goto out;
-	}
-	if (fs->o.max_bytes) {
-		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) <
-		    0) {
-			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
-				  "--max-bytes wants a number >= 1");
-			goto out;
-		}
-		r.max_bytes = (size_t)v;
-	}
 	rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &res,
 		      &fd);
 	if (rc) {
@@ -1075,13 +1072,104 @@ static int read_staged(struct fs *fs, int fd, const char *what,
 	return 0;
 }
 
+/* "lines": the lines an edit matched (or would have, ambiguously). */
+static void edit_lines(struct jsonw *w, const struct em_result *em)
+{
+	jsonw_open(w, "lines", '[');
+	for (size_t i = 0; i < em->nlines; i++)
+		jsonw_int(w, NULL, (long long)em->lines[i]);
+	jsonw_close(w, ']');
+}
+
+/* The answer when em_edit() did not give an edited text (@em_rc). */
+static int edit_refused(struct fs *fs, const char *path, int em_rc,
+			const struct em_result *em)
+{
+	switch (em_rc) {
+	case EM_NOMATCH:
+		fail_begin(fs, HUTCH_AGENT_ERR_NO_MATCH,
+			   "the old text was not found in '%s'", path);
+		if (em->closest) {
+			jsonw_open(&fs->out, "closest", '{');
+			jsonw_int(&fs->out, "line",
+				  (long long)em->closest_line);
+			jsonw_strz(&fs->out, "text", em->closest);
+			jsonw_close(&fs->out, '}');
+		}
+		return fail_end(fs, EXIT_TOOL);
+	case EM_AMBIGUOUS:
+		fail_begin(fs, HUTCH_AGENT_ERR_AMBIGUOUS,
+			   "the old text occurs %zu times in '%s' (%s match); "
+			   "add context or use --all",
+			   em->count, path, em_match_name(em->match));
+		edit_lines(&fs->out, em);
+		jsonw_int(&fs->out, "count", (long long)em->count);
+		return fail_end(fs, EXIT_TOOL);
+	case EM_INVALID:
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old text is empty or the same "
+			    "as the new one");
+	case EM_TOOBIG:
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "the edited '%s' would be over %u MiB", path,
+			    EM_OUT_MAX >> 20);
+	default:
+		return fail_path(fs, path, -ENOMEM);
+	}
+}
+
+/* The old and new texts of an edit: 0, or the exit code of the answer
+ * that refused them. */
+static int edit_texts(struct fs *fs, char **old, size_t *olen, char **new_text,
+		      size_t *nlen)
+{
+	int rc;
+
+	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, old, olen);
+	if (!rc)
+		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
+				 new_text, nlen);
+	if (rc)
+		return rc;
+	if (*olen == 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old text is empty");
+	if (*olen == *nlen && !memcmp(*old, *new_text, *olen))
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old and new texts are the same");
+	return 0;
+}
+
+/* The whole text of the file to edit, open as @fd (@st): 0, or the exit
+ * code of the answer that refused it (too big, binary, unreadable). */
+static int edit_read_file(struct fs *fs, const char *path, int fd,
+			  const struct stat *st, char **file, size_t *flen)
+{
+	int rc;
+
+	if (st->st_size > EDIT_MAX)
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "'%s' is over %d MiB (%lld bytes)", path,
+			    EDIT_MAX >> 20, (long long)st->st_size);
+	rc = slurp(fd, EDIT_MAX, file, flen);
+	if (rc)
+		return rc == -EFBIG ? fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+					   "'%s' is over %d MiB", path,
+					   EDIT_MAX >> 20) :
+				      fail_path(fs, path, rc);
+	if (memchr(*file, '\0', *flen < BINARY_PROBE ? *flen : BINARY_PROBE))
+		return fail(fs, HUTCH_AGENT_ERR_BINARY,
+			    "'%s' is a binary file (%zu bytes)", path, *flen);
+	return 0;
+}
+
 static int tool_edit(struct fs *fs)
 {
 	const char *path = fs->o.pos[0];
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	struct em_result em = { 0 };
 	char *old = NULL, *new_text = NULL, *file = NULL;
-	size_t olen = 0, nlen = 0, flen = 0, i;
+	size_t olen = 0, nlen = 0, flen = 0;
 	unsigned long long bytes;
 	long long deadline = now_ms() + LOCK_WAIT_MS;
 	struct expect x;
@@ -1089,21 +1177,9 @@ static int tool_edit(struct fs *fs)
 	mode_t mode;
 	int fd = -1, rc, em_rc = EM_OK, changed = 0;
 
-	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, &old, &olen);
-	if (!rc)
-		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
-				 &new_text, &nlen);
+	rc = edit_texts(fs, &old, &olen, &new_text, &nlen);
 	if (rc)
 		goto out;
-	if (olen == 0) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "the old text is empty");
-		goto out;
-	}
-	if (olen == nlen && !memcmp(old, new_text, olen)) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
-			  "the old and new texts are the same");
-		goto out;
-	}
 	for (;;) {
 		rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY,
 			      &res, &fd);
@@ -1123,27 +1199,9 @@ static int tool_edit(struct fs *fs)
 		 * the file we opened: start over on the one there now. */
 		if (!same_file(res.parent, res.name, fd) || fstat(fd, &st) < 0)
 			goto again;
-		if (st.st_size > EDIT_MAX) {
-			rc = fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
-				  "'%s' is over %d MiB (%lld bytes)", path,
-				  EDIT_MAX >> 20, (long long)st.st_size);
+		rc = edit_read_file(fs, path, fd, &st, &file, &flen);
+		if (rc)
 			goto out;
-		}
-		rc = slurp(fd, EDIT_MAX, &file, &flen);
-		if (rc) {
-			rc = rc == -EFBIG ? fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
-						 "'%s' is over %d MiB", path,
-						 EDIT_MAX >> 20) :
-					    fail_path(fs, path, rc);
-			goto out;
-		}
-		if (memchr(file, '\0',
-			   flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
-			rc = fail(fs, HUTCH_AGENT_ERR_BINARY,
-				  "'%s' is a binary file (%zu bytes)", path,
-				  flen);
-			goto out;
-		}
 		em_rc = em_edit(file, flen, old, olen, new_text, nlen,
 				fs->o.all, &em);
 		if (em_rc != EM_OK)
@@ -1179,44 +1237,8 @@ again:
 		free(file);
 		file = NULL;
 	}
-	switch (em_rc) {
-	case EM_OK:
-		break;
-	case EM_NOMATCH:
-		fail_begin(fs, HUTCH_AGENT_ERR_NO_MATCH,
-			   "the old text was not found in '%s'", path);
-		if (em.closest) {
-			jsonw_open(&fs->out, "closest", '{');
-			jsonw_int(&fs->out, "line", (long long)em.closest_line);
-			jsonw_strz(&fs->out, "text", em.closest);
-			jsonw_close(&fs->out, '}');
-		}
-		rc = fail_end(fs, EXIT_TOOL);
-		goto out;
-	case EM_AMBIGUOUS:
-		fail_begin(fs, HUTCH_AGENT_ERR_AMBIGUOUS,
-			   "the old text occurs %zu times in '%s' (%s match); "
-			   "add context or use --all",
-			   em.count, path, em_match_name(em.match));
-		jsonw_open(&fs->out, "lines", '[');
-		for (i = 0; i < em.nlines; i++)
-			jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
-		jsonw_close(&fs->out, ']');
-		jsonw_int(&fs->out, "count", (long long)em.count);
-		rc = fail_end(fs, EXIT_TOOL);
-		goto out;
-	case EM_INVALID:
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
-			  "the old text is empty or the same "
-			  "as the new one");
-		goto out;
-	case EM_TOOBIG:
-		rc = fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
-			  "the edited '%s' would be over %u MiB", path,
-			  EM_OUT_MAX >> 20);
-		goto out;
-	default:
-		rc = fail_path(fs, path, -ENOMEM);
+	if (em_rc != EM_OK) {
+		rc = edit_refused(fs, path, em_rc, &em);
 		goto out;
 	}
 	if (rc) {
@@ -1227,10 +1249,7 @@ again:
 	jsonw_strz(&fs->out, "path", res.rel);
 	jsonw_strz(&fs->out, "match", em_match_name(em.match));
 	jsonw_int(&fs->out, "replacements", (long long)em.count);
-	jsonw_open(&fs->out, "lines", '[');
-	for (i = 0; i < em.nlines; i++)
-		jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
-	jsonw_close(&fs->out, ']');
+	edit_lines(&fs->out, &em);
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
