@@ -1439,15 +1439,31 @@ static int open_start(struct fs *fs, const char *path, struct fsp_res *res,
 	return 0;
 }
 
-static void walk_init(struct walker *wk, struct fs *fs, const char *start_rel)
+/* A walk from @start_rel that calls @visit with @arg for every entry and
+ * skips .git directories (grep and find). */
+static void walk_init(struct walker *wk, struct fs *fs, const char *start_rel,
+		      visit_fn visit, void *arg)
 {
 	memset(wk, 0, sizeof(*wk));
 	wk->fs = fs;
+	wk->visit = visit;
+	wk->arg = arg;
+	wk->skip_git = true;
 	if (strcmp(start_rel, ".")) {
 		/* fsp_resolve() already bounded it by PATH_MAX. */
 		snprintf(wk->rel, sizeof(wk->rel), "%s", start_rel);
 		wk->sub_off = strlen(wk->rel);
 	}
+}
+
+/* --max of grep, find and ls into *@max: 0, or the exit code of the
+ * answer that refused it. */
+static int max_option(struct fs *fs, long long *max)
+{
+	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, max))
+		return fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
+			    LIST_MAX);
+	return 0;
 }
 
 /* --- grep ----------------------------------------------------------------- */
@@ -1611,11 +1627,9 @@ static int tool_grep(struct fs *fs)
 	char err[256];
 	int rc, dfd = -1, fd = -1, i;
 
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &g.max)) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
-			  LIST_MAX);
+	rc = max_option(fs, &g.max);
+	if (rc)
 		goto out;
-	}
 	for (i = 0; i < fs->o.ninclude; i++) {
 		if (!hutch__glob_valid(fs->o.include[i])) {
 			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
@@ -1650,10 +1664,7 @@ static int tool_grep(struct fs *fs)
 		rc = fail_path(fs, path, rc);
 		goto out;
 	}
-	walk_init(&wk, fs, res.rel);
-	wk.visit = grep_visit;
-	wk.arg = &g;
-	wk.skip_git = true;
+	walk_init(&wk, fs, res.rel, grep_visit, &g);
 	jsonw_open(&fs->out, NULL, '{');
 	jsonw_open(&fs->out, "matches", '[');
 	if (dfd >= 0) {
@@ -1733,11 +1744,9 @@ static int tool_find(struct fs *fs)
 		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad glob '%s'", f.glob);
 		goto out;
 	}
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &f.max)) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
-			  LIST_MAX);
+	rc = max_option(fs, &f.max);
+	if (rc)
 		goto out;
-	}
 	if (fs->o.type) {
 		if (strcmp(fs->o.type, "f") && strcmp(fs->o.type, "d")) {
 			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
@@ -1751,10 +1760,7 @@ static int tool_find(struct fs *fs)
 		rc = fail_path(fs, path, rc);
 		goto out;
 	}
-	walk_init(&wk, fs, res.rel);
-	wk.visit = find_visit;
-	wk.arg = &f;
-	wk.skip_git = true;
+	walk_init(&wk, fs, res.rel, find_visit, &f);
 	jsonw_open(&fs->out, NULL, '{');
 	jsonw_open(&fs->out, "entries", '[');
 	if (dfd >= 0) {
@@ -1809,11 +1815,9 @@ static int tool_ls(struct fs *fs)
 	struct stat st;
 	int rc, dfd = -1, pfd = -1;
 
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &max)) {
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
-			  LIST_MAX);
+	rc = max_option(fs, &max);
+	if (rc)
 		goto out;
-	}
 	rc = open_start(fs, path, &res, &dfd);
 	if (rc) {
 		rc = fail_path(fs, path, rc);
