@@ -91,7 +91,7 @@ int agent_sleep(int argc, char **argv)
 	 */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
 		agent_err("sigprocmask: %m");
-		return 1;
+		return HUTCH_AGENT_EXIT_FAIL;
 	}
 	/*
 	 * Commands run as the same user as we do.  Not dumpable, so they
@@ -105,7 +105,7 @@ int agent_sleep(int argc, char **argv)
 			if (errno == EINTR) /* e.g. after SIGSTOP/SIGCONT */
 				continue;
 			agent_err("sigwaitinfo: %m");
-			return 1;
+			return HUTCH_AGENT_EXIT_FAIL;
 		}
 		/*
 		 * As the container's init, "kill 1" from a command must not

@@ -31,9 +31,6 @@
 /* The agent's own deadline trails hutch's, so it only acts when the hutch
  * process that should have killed the command has vanished. */
 #define AGENT_BACKSTOP_MS 2000
-/* The agent's exit code when that deadline acted (AGENT_EXIT_DEADLINE in
- * src/agent/agent.h). */
-#define AGENT_EXIT_DEADLINE HUTCH_AGENT_EXIT_DEADLINE
 /* How long exec inspect may keep saying "running" after the stream ended. */
 #define INSPECT_WAIT_MS 10000
 /* Once the command was killed or had ended by itself, how long the stream
@@ -1062,7 +1059,7 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		res->oom = saw_oom(&r);
 		/* The kill could not run and the agent's own deadline ended the
 		 * command: its exit code says so. */
-		if (r.stop_failed && code == AGENT_EXIT_DEADLINE) {
+		if (r.stop_failed && code == HUTCH_AGENT_EXIT_DEADLINE) {
 			res->status = HUTCH_EXEC_TIMEOUT;
 			res->exit_code = -1;
 		}

@@ -352,10 +352,10 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 	for (size_t a = 0; a < 2; a++) {
 		/* The value encoded alone, padded or not. */
 		for (int pad = 0; pad < 2; pad++) {
-			n = hutch__b64_encode(enc, v, len,
-					      (a ? HUTCH__B64_URL : 0) |
-						      (pad ? HUTCH__B64_PAD :
-							     0));
+			int form = (a ? HUTCH__B64_URL : 0) |
+				   (pad ? HUTCH__B64_PAD : 0);
+
+			n = hutch__b64_encode(enc, v, len, form);
 			if (add_pattern(set, (unsigned char *)enc, n) < 0)
 				goto out;
 		}

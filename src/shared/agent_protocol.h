@@ -83,10 +83,10 @@
  * command ran; " (memory limit N MiB)" may follow.  The library matches
  * HUTCH_AGENT_OOM_START at the start of a line. */
 #define HUTCH_AGENT_OOM_START "hutch: out of memory: "
-#define HUTCH_AGENT_OOM_LINE                      \
-	HUTCH_AGENT_OOM_START                     \
-		"the session reached its memory " \
-		"limit and the kernel killed a process while this command ran"
+#define HUTCH_AGENT_OOM_LINE              \
+	HUTCH_AGENT_OOM_START             \
+	"the session reached its memory " \
+	"limit and the kernel killed a process while this command ran"
 
 /* "run", when the command could not be executed ("hutch: cannot run
  * 'ARGV0': strerror"), before exiting 126 or 127. */
@@ -120,10 +120,11 @@
 #define HUTCH_AGENT_ERR_IO "io"		      /* any other failure */
 
 /*
- * Every error word with the library's code for it, and the spelling an
- * agent of hutch 0.x before this header sent (NULL: the same).  Those
- * agents still run in containers they were installed in, so the library
- * takes both.  X(word, legacy word, HUTCH_E* code).
+ * Every error word with the library's code for it, and the spelling the
+ * agents of older hutch versions sent (NULL: the same).  Those agents
+ * keep running in the containers they were installed in (see "Versioning"
+ * in doc/agent-protocol.md), so the library takes both.
+ * X(word, legacy word, HUTCH_E* code).
  */
 #define HUTCH_AGENT_ERRORS(X)                                     \
 	X(HUTCH_AGENT_ERR_ESCAPE, NULL, HUTCH_EESCAPE)            \
