@@ -489,12 +489,12 @@ out:
 static const char *type_name(mode_t m)
 {
 	if (S_ISREG(m))
-		return "file";
+		return HUTCH_AGENT_TYPE_FILE;
 	if (S_ISDIR(m))
-		return "dir";
+		return HUTCH_AGENT_TYPE_DIR;
 	if (S_ISLNK(m))
-		return "symlink";
-	return "other";
+		return HUTCH_AGENT_TYPE_SYMLINK;
+	return HUTCH_AGENT_TYPE_OTHER;
 }
 
 /* Fill @buf from @fd up to @want bytes or EOF. */

@@ -517,7 +517,7 @@ int hutch_fs_read(hutch_fs_result **out, hutch_session *s, const char *path,
 	if ((rc = check_options(opts, err)) < 0 ||
 	    (rc = check_arg("read: the path", path, err)) < 0)
 		return rc;
-	argv_init(&a, "read");
+	argv_init(&a, HUTCH_AGENT_FS_READ);
 	arg_num(&a, "--offset", opts->offset);
 	arg_num(&a, "--limit", opts->limit);
 	arg_num(&a, "--max-bytes", opts->max_bytes);
@@ -552,7 +552,7 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 	    (rc = check_arg("write: the path", path, err)) < 0 ||
 	    (rc = check_text("write: the content", data, len, err)) < 0)
 		return rc;
-	argv_init(&a, "write");
+	argv_init(&a, HUTCH_AGENT_FS_WRITE);
 	if ((rc = pass_texts(s, st, 1, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "write");
@@ -593,7 +593,7 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
 			"edit: the old and new text are the same");
-	argv_init(&a, "edit");
+	argv_init(&a, HUTCH_AGENT_FS_EDIT);
 	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "edit");
@@ -650,7 +650,7 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 	if (opts->include_count > 16)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"grep: at most 16 include globs");
-	argv_init(&a, "grep");
+	argv_init(&a, HUTCH_AGENT_FS_GREP);
 	for (size_t i = 0; i < opts->include_count; i++) {
 		if ((rc = check_arg("grep: an include glob", opts->include[i],
 				    err)) < 0)
@@ -679,7 +679,7 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
 			"find: type '%c' is neither 'f' nor 'd'", opts->type);
-	argv_init(&a, "find");
+	argv_init(&a, HUTCH_AGENT_FS_FIND);
 	if (opts->type) {
 		arg(&a, "--type");
 		arg(&a, opts->type == 'f' ? "f" : "d");
@@ -699,7 +699,7 @@ int hutch_fs_ls(hutch_fs_result **out, hutch_session *s, const char *path,
 	if ((rc = check_options(opts, err)) < 0 ||
 	    (path && (rc = check_arg("ls: the path", path, err)) < 0))
 		return rc;
-	argv_init(&a, "ls");
+	argv_init(&a, HUTCH_AGENT_FS_LS);
 	arg_num(&a, "--max", opts->max);
 	if (path) {
 		arg(&a, "--");
@@ -790,11 +790,11 @@ static hutch_fs_type type_of(const char *s)
 {
 	if (!s)
 		return HUTCH_FS_OTHER;
-	if (strcmp(s, "file") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_FILE) == 0)
 		return HUTCH_FS_FILE;
-	if (strcmp(s, "dir") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_DIR) == 0)
 		return HUTCH_FS_DIR;
-	if (strcmp(s, "symlink") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_SYMLINK) == 0)
 		return HUTCH_FS_SYMLINK;
 	return HUTCH_FS_OTHER;
 }

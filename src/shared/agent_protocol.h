@@ -58,6 +58,12 @@
 #define HUTCH_AGENT_FS_FIND "find"
 #define HUTCH_AGENT_FS_LS "ls"
 
+/* The "type" of a find or ls entry. */
+#define HUTCH_AGENT_TYPE_FILE "file"
+#define HUTCH_AGENT_TYPE_DIR "dir"
+#define HUTCH_AGENT_TYPE_SYMLINK "symlink"
+#define HUTCH_AGENT_TYPE_OTHER "other" /* fifo, device, socket */
+
 /* A text source "env:NAME": variable NAME, which starts with
  * HUTCH_AGENT_ENV_PREFIX, holds the text in base64. */
 #define HUTCH_AGENT_ENV_SOURCE "env:"
