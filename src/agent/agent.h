@@ -19,30 +19,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define AGENT_PREFIX "hutch-agent: "
-
-/* The session's last-used record: its mtime (main.c, agent_mark_used).
- * The directory comes with the agent (src/lib/agent_blob.c); the library
- * reads the file as HUTCH_LAST_USED_PATH. */
-#define AGENT_USE_FILE "/.hutch/use/last-used"
-
-/* Tags are [A-Za-z0-9_-]{1,64}; they appear verbatim in /proc/PID/cmdline. */
-#define AGENT_TAG_MAX 64
-
-/* The line "run" writes on stderr when the kernel's OOM killer acted in the
- * container while the command ran; exec.c looks for it. */
-#define AGENT_OOM_LINE                                          \
-	"hutch: out of memory: the session reached its memory " \
-	"limit and the kernel killed a process while this command ran"
-
-/* Exit codes shared with the hutch library. */
-#define AGENT_EXIT_FAIL 1	    /* kill: tree could not be emptied */
-#define AGENT_EXIT_USAGE 2	    /* bad command line */
-#define AGENT_EXIT_NOTFOUND 3	    /* kill: no run agent with that tag */
-#define AGENT_EXIT_DEADLINE 124	    /* run: --deadline-ms expired */
-#define AGENT_EXIT_INTERNAL 125	    /* run: the agent itself failed */
-#define AGENT_EXIT_NOEXEC 126	    /* run: command found but not runnable */
-#define AGENT_EXIT_NOTFOUND_CMD 127 /* run: command not found */
+/* Paths, commands, exit codes, the OOM line and the error words are the
+ * protocol's: src/shared/agent_protocol.h, doc/agent-protocol.md. */
+#include "agent_protocol.h"
 
 /* main.c */
 void agent_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,8 +1,8 @@
 /*
  * fs.c - the "fs" subcommand: file tools confined to the workspace
  *
- * Protocol: spec/fs-protocol.md.  One JSON object on stdout, exit 0 (ok),
- * 1 (tool error) or 2 (usage).  Every path a user gives goes through
+ * Protocol: doc/agent-protocol.md ("fs"), constants in agent_protocol.h.
+ * One JSON object on stdout, exit 0 (ok), 1 (tool error) or 2 (usage).  Every path a user gives goes through
  * fs_path.c; directory walks below a resolved directory only ever open
  * names beneath an fd they hold, with O_NOFOLLOW, so they cannot leave it.
  *
@@ -11,6 +11,7 @@
  * and the whole answer stays under 8 MiB.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,7 +36,7 @@
 #include "utf8.h"
 
 #define FS_DEFAULT_ROOT "/workspace"
-#define STAGE_DIR_DEFAULT "/.hutch"
+#define STAGE_DIR_DEFAULT HUTCH_AGENT_DIR
 
 #define READ_LIMIT_DEFAULT 2000
 #define READ_BYTES_DEFAULT (256 << 10)
@@ -47,8 +48,8 @@
 #define LIST_MAX 100000 /* largest --max accepted */
 #define INCLUDE_MAX 64	/* --include options */
 
-#define OUT_MAX ((8 << 20) - 4096) /* whole answer */
-#define OUT_SOFT (6 << 20)	   /* no new list entry past this */
+#define OUT_MAX HUTCH_AGENT_FS_ANSWER_MAX /* whole answer */
+#define OUT_SOFT (6 << 20)		  /* no new list entry past this */
 #define WALK_DEPTH 64
 #define DIR_ENTRIES_MAX 65536 /* names sorted per directory */
 #define BINARY_PROBE 8192
@@ -58,8 +59,8 @@
 #define LOCK_WAIT_MS 15000 /* for another writer of the file */
 #define EDIT_TRIES 4	   /* reads when the file changes under us */
 
-#define EXIT_OK 0
-#define EXIT_TOOL 1
+#define EXIT_OK HUTCH_AGENT_EXIT_OK
+#define EXIT_TOOL HUTCH_AGENT_EXIT_FAIL
 
 struct fs_opts {
 	const char *tool;
@@ -123,65 +124,65 @@ static int fail_end(struct fs *fs, int exit_code)
 	return emit(fs, exit_code);
 }
 
-#define fail(fs, code, ...)                 \
-	(fail_begin(fs, code, __VA_ARGS__), \
-	 fail_end(fs, strcmp(code, "usage") ? EXIT_TOOL : AGENT_EXIT_USAGE))
+#define fail(fs, code, ...)                                 \
+	(fail_begin(fs, code, __VA_ARGS__),                 \
+	 fail_end(fs, strcmp(code, HUTCH_AGENT_ERR_USAGE) ? \
+			      EXIT_TOOL :                   \
+			      HUTCH_AGENT_EXIT_USAGE))
 
 /* Error for a failed resolution or open of the user's @path. */
 static int fail_path(struct fs *fs, const char *path, int rc)
 {
 	switch (rc) {
 	case FSP_ESCAPE:
-		return fail(fs, "escape", "'%s' resolves outside %s", path,
-			    fs->o.root);
+		return fail(fs, HUTCH_AGENT_ERR_ESCAPE,
+			    "'%s' resolves outside %s", path, fs->o.root);
 	case FSP_NOTFILE:
-		return fail(fs, "notfile", "'%s' is not a regular file", path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_FILE,
+			    "'%s' is not a regular file", path);
 	case -ENOENT:
-		return fail(fs, "notfound", "'%s': no such file or directory",
-			    path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_FOUND,
+			    "'%s': no such file or directory", path);
 	case -ENOTDIR:
-		return fail(fs, "notdir", "'%s': not a directory", path);
+		return fail(fs, HUTCH_AGENT_ERR_NOT_DIR,
+			    "'%s': not a directory", path);
 	case -EISDIR:
-		return fail(fs, "isdir", "'%s' is a directory", path);
+		return fail(fs, HUTCH_AGENT_ERR_IS_DIR, "'%s' is a directory",
+			    path);
 	case -ELOOP:
-		return fail(fs, "io", "'%s': too many symlinks", path);
+		return fail(fs, HUTCH_AGENT_ERR_IO, "'%s': too many symlinks",
+			    path);
 	default:
-		return fail(fs, "io", "'%s': %s", path, strerror(-rc));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "'%s': %s", path,
+			    strerror(-rc));
 	}
 }
 
 /* --- options ------------------------------------------------------------- */
 
-static const char *const value_opts[] = {
-	"--root",      "--stage-dir", "--offset",   "--limit",
-	"--max-bytes", "--from",      "--old-from", "--new-from",
-	"--include",   "--max",	      "--type",
+/* The options that take a value, and where it goes (--include, which
+ * may repeat, has a list of its own). */
+#define VALUE_OPT(name, member)                        \
+	{                                              \
+		name, offsetof(struct fs_opts, member) \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+} value_opts[] = {
+	VALUE_OPT("--root", root),
+	VALUE_OPT("--stage-dir", stage_dir),
+	VALUE_OPT("--offset", offset),
+	VALUE_OPT("--limit", limit),
+	VALUE_OPT("--max-bytes", max_bytes),
+	VALUE_OPT("--from", from),
+	VALUE_OPT("--old-from", old_from),
+	VALUE_OPT("--new-from", new_from),
+	VALUE_OPT("--max", max),
+	VALUE_OPT("--type", type),
+	{ "--include", 0 }, /* not a slot: see parse_args() */
 };
-
-static const char **opt_slot(struct fs_opts *o, const char *name)
-{
-	if (!strcmp(name, "--root"))
-		return &o->root;
-	if (!strcmp(name, "--stage-dir"))
-		return &o->stage_dir;
-	if (!strcmp(name, "--offset"))
-		return &o->offset;
-	if (!strcmp(name, "--limit"))
-		return &o->limit;
-	if (!strcmp(name, "--max-bytes"))
-		return &o->max_bytes;
-	if (!strcmp(name, "--from"))
-		return &o->from;
-	if (!strcmp(name, "--old-from"))
-		return &o->old_from;
-	if (!strcmp(name, "--new-from"))
-		return &o->new_from;
-	if (!strcmp(name, "--max"))
-		return &o->max;
-	if (!strcmp(name, "--type"))
-		return &o->type;
-	return NULL;
-}
+#undef VALUE_OPT
 
 /*
  * Options may come before or after the tool name and between positional
@@ -193,7 +194,6 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 	static char msg[128];
 	bool opts = true;
 	const char *arg, *val, *eq;
-	char name[32];
 	size_t nlen, k;
 	int i;
 
@@ -216,31 +216,30 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 			nlen = eq ? (size_t)(eq - arg) : strlen(arg);
 			for (k = 0;
 			     k < sizeof(value_opts) / sizeof(*value_opts); k++)
-				if (strlen(value_opts[k]) == nlen &&
-				    !strncmp(arg, value_opts[k], nlen))
+				if (strlen(value_opts[k].name) == nlen &&
+				    !strncmp(arg, value_opts[k].name, nlen))
 					break;
 			if (k == sizeof(value_opts) / sizeof(*value_opts)) {
 				snprintf(msg, sizeof(msg),
 					 "unknown option '%.64s'", arg);
 				return msg;
 			}
-			memcpy(name, arg, nlen);
-			name[nlen] = '\0';
 			if (eq) {
 				val = eq + 1;
 			} else if (i + 1 < argc) {
 				val = argv[++i];
 			} else {
 				snprintf(msg, sizeof(msg), "%s needs a value",
-					 name);
+					 value_opts[k].name);
 				return msg;
 			}
-			if (!strcmp(name, "--include")) {
+			if (!strcmp(value_opts[k].name, "--include")) {
 				if (o->ninclude == INCLUDE_MAX)
 					return "too many --include";
 				o->include[o->ninclude++] = val;
 			} else {
-				*opt_slot(o, name) = val;
+				*(const char **)((char *)o +
+						 value_opts[k].off) = val;
 			}
 			continue;
 		}
@@ -262,9 +261,12 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 			      int *max_pos)
 {
 	const char *t = o->tool;
-	bool read = !strcmp(t, "read"), write = !strcmp(t, "write");
-	bool edit = !strcmp(t, "edit"), grep = !strcmp(t, "grep");
-	bool find = !strcmp(t, "find"), ls = !strcmp(t, "ls");
+	bool read = !strcmp(t, HUTCH_AGENT_FS_READ),
+	     write = !strcmp(t, HUTCH_AGENT_FS_WRITE);
+	bool edit = !strcmp(t, HUTCH_AGENT_FS_EDIT),
+	     grep = !strcmp(t, HUTCH_AGENT_FS_GREP);
+	bool find = !strcmp(t, HUTCH_AGENT_FS_FIND),
+	     ls = !strcmp(t, HUTCH_AGENT_FS_LS);
 
 	if (!read && !write && !edit && !grep && !find && !ls)
 		return "unknown tool (read, write, edit, grep, find, ls)";
@@ -353,11 +355,11 @@ static bool staged_ok(const char *dir, const char *p)
 /* Texts small enough travel in the exec's environment instead of a file
  * (saving the engine's archive round trip): "env:NAME" names a variable
  * HUTCH_FS_* holding the text in base64. */
-#define ENV_SOURCE "env:"
+#define ENV_SOURCE HUTCH_AGENT_ENV_SOURCE
 
 /* A pipe holds this much without a reader; the library keeps environment
  * texts below it (48 KiB decoded). */
-#define ENV_TEXT_PIPE_MAX (60 * 1024)
+#define ENV_TEXT_PIPE_MAX HUTCH_AGENT_ENV_TEXT_MAX
 
 /* Decode the base64 text of variable @name into a memfd positioned at 0
  * (or, where memfd_create is filtered, a pipe already holding it): the fd
@@ -370,7 +372,9 @@ static int env_text_fd(const char *name)
 	hutch__b64 dec = HUTCH__B64_INIT;
 	int fd, d, p[2] = { -1, -1 };
 
-	if (strncmp(name, "HUTCH_FS_", 9) != 0 || !(v = getenv(name)))
+	if (strncmp(name, HUTCH_AGENT_ENV_PREFIX,
+		    sizeof(HUTCH_AGENT_ENV_PREFIX) - 1) != 0 ||
+	    !(v = getenv(name)))
 		return -1;
 	fd = memfd_create("hutch-text", MFD_CLOEXEC);
 	if (fd < 0) {
@@ -485,12 +489,12 @@ out:
 static const char *type_name(mode_t m)
 {
 	if (S_ISREG(m))
-		return "file";
+		return HUTCH_AGENT_TYPE_FILE;
 	if (S_ISDIR(m))
-		return "dir";
+		return HUTCH_AGENT_TYPE_DIR;
 	if (S_ISLNK(m))
-		return "symlink";
-	return "other";
+		return HUTCH_AGENT_TYPE_SYMLINK;
+	return HUTCH_AGENT_TYPE_OTHER;
 }
 
 /* Fill @buf from @fd up to @want bytes or EOF. */
@@ -813,6 +817,29 @@ static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 	r->line++;
 }
 
+/* read's options into @r: 0, or the exit code of the answer that
+ * refused one. */
+static int read_options(struct fs *fs, struct reader *r)
+{
+	long long v;
+
+	if (fs->o.offset &&
+	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r->offset) < 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "--offset wants a line number >= 1");
+	if (fs->o.limit &&
+	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r->limit) < 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "--limit wants a number >= 1");
+	if (fs->o.max_bytes) {
+		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) < 0)
+			return fail(fs, HUTCH_AGENT_ERR_INVALID,
+				    "--max-bytes wants a number >= 1");
+		r->max_bytes = (size_t)v;
+	}
+	return 0;
+}
+
 static int tool_read(struct fs *fs)
 {
 	const char *path = fs->o.npos ? fs->o.pos[0] : ".";
@@ -822,7 +849,7 @@ static int tool_read(struct fs *fs)
 			    .line = 1,
 			    .collecting = true };
 	unsigned long long size = 0;
-	long long total, v;
+	long long total;
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	char *buf = NULL, *p, *end, *nl;
 	bool last_nl = true;
@@ -830,25 +857,9 @@ static int tool_read(struct fs *fs)
 	ssize_t n;
 	int fd = -1, rc;
 
-	if (fs->o.offset &&
-	    parse_num(fs->o.offset, 1, LLONG_MAX / 2, true, &r.offset) < 0) {
-		rc = fail(fs, "invalid", "--offset wants a line number >= 1");
+	rc = read_options(fs, &r);
+	if (rc)
 		goto out;
-	}
-	if (fs->o.limit &&
-	    parse_num(fs->o.limit, 1, LLONG_MAX / 2, true, &r.limit) < 0) {
-		rc = fail(fs, "invalid", "--limit wants a number >= 1");
-		goto out;
-	}
-	if (fs->o.max_bytes) {
-		if (parse_num(fs->o.max_bytes, 1, READ_BYTES_MAX, true, &v) <
-		    0) {
-			rc = fail(fs, "invalid",
-				  "--max-bytes wants a number >= 1");
-			goto out;
-		}
-		r.max_bytes = (size_t)v;
-	}
 	rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, &res,
 		      &fd);
 	if (rc) {
@@ -885,7 +896,7 @@ static int tool_read(struct fs *fs)
 		    memchr(buf, '\0',
 			   (size_t)n < BINARY_PROBE ? (size_t)n :
 						      BINARY_PROBE)) {
-			rc = fail(fs, "binary",
+			rc = fail(fs, HUTCH_AGENT_ERR_BINARY,
 				  "'%s' is a binary file (%lld bytes)", path,
 				  (long long)st.st_size);
 			goto out;
@@ -936,7 +947,7 @@ out:
 static int fail_locked(struct fs *fs, const char *path)
 {
 	return fail(
-		fs, "conflict",
+		fs, HUTCH_AGENT_ERR_CONFLICT,
 		"'%s' is locked by another process: waited %d s for another edit or "
 		"write of it, or for a command of the session that holds a lock on "
 		"it; nothing was written",
@@ -956,8 +967,8 @@ static int tool_write(struct fs *fs)
 	int fd = -1, rc;
 
 	if (fs->from_fd < 0) {
-		rc = fail(fs, "io", "staged file '%s': %s", fs->o.from,
-			  strerror(ENOENT));
+		rc = fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			  fs->o.from, strerror(ENOENT));
 		goto out;
 	}
 	for (;;) {
@@ -1049,15 +1060,106 @@ static int read_staged(struct fs *fs, int fd, const char *what,
 	int rc;
 
 	if (fd < 0)
-		return fail(fs, "io", "staged file '%s': %s", path,
-			    strerror(ENOENT));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			    path, strerror(ENOENT));
 	rc = slurp(fd, EDIT_MAX, out, len);
 	if (rc == -EFBIG)
-		return fail(fs, "toobig", "%s text is over %d MiB", what,
-			    EDIT_MAX >> 20);
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "%s text is over %d MiB", what, EDIT_MAX >> 20);
 	if (rc)
-		return fail(fs, "io", "staged file '%s': %s", path,
-			    strerror(-rc));
+		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
+			    path, strerror(-rc));
+	return 0;
+}
+
+/* "lines": the lines an edit matched (or would have, ambiguously). */
+static void edit_lines(struct jsonw *w, const struct em_result *em)
+{
+	jsonw_open(w, "lines", '[');
+	for (size_t i = 0; i < em->nlines; i++)
+		jsonw_int(w, NULL, (long long)em->lines[i]);
+	jsonw_close(w, ']');
+}
+
+/* The answer when em_edit() did not give an edited text (@em_rc). */
+static int edit_refused(struct fs *fs, const char *path, int em_rc,
+			const struct em_result *em)
+{
+	switch (em_rc) {
+	case EM_NOMATCH:
+		fail_begin(fs, HUTCH_AGENT_ERR_NO_MATCH,
+			   "the old text was not found in '%s'", path);
+		if (em->closest) {
+			jsonw_open(&fs->out, "closest", '{');
+			jsonw_int(&fs->out, "line",
+				  (long long)em->closest_line);
+			jsonw_strz(&fs->out, "text", em->closest);
+			jsonw_close(&fs->out, '}');
+		}
+		return fail_end(fs, EXIT_TOOL);
+	case EM_AMBIGUOUS:
+		fail_begin(fs, HUTCH_AGENT_ERR_AMBIGUOUS,
+			   "the old text occurs %zu times in '%s' (%s match); "
+			   "add context or use --all",
+			   em->count, path, em_match_name(em->match));
+		edit_lines(&fs->out, em);
+		jsonw_int(&fs->out, "count", (long long)em->count);
+		return fail_end(fs, EXIT_TOOL);
+	case EM_INVALID:
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old text is empty or the same "
+			    "as the new one");
+	case EM_TOOBIG:
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "the edited '%s' would be over %u MiB", path,
+			    EM_OUT_MAX >> 20);
+	default:
+		return fail_path(fs, path, -ENOMEM);
+	}
+}
+
+/* The old and new texts of an edit: 0, or the exit code of the answer
+ * that refused them. */
+static int edit_texts(struct fs *fs, char **old, size_t *olen, char **new_text,
+		      size_t *nlen)
+{
+	int rc;
+
+	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, old, olen);
+	if (!rc)
+		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
+				 new_text, nlen);
+	if (rc)
+		return rc;
+	if (*olen == 0)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old text is empty");
+	if (*olen == *nlen && !memcmp(*old, *new_text, *olen))
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "the old and new texts are the same");
+	return 0;
+}
+
+/* The whole text of the file to edit, open as @fd (@st): 0, or the exit
+ * code of the answer that refused it (too big, binary, unreadable). */
+static int edit_read_file(struct fs *fs, const char *path, int fd,
+			  const struct stat *st, char **file, size_t *flen)
+{
+	int rc;
+
+	if (st->st_size > EDIT_MAX)
+		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+			    "'%s' is over %d MiB (%lld bytes)", path,
+			    EDIT_MAX >> 20, (long long)st->st_size);
+	rc = slurp(fd, EDIT_MAX, file, flen);
+	if (rc)
+		return rc == -EFBIG ? fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+					   "'%s' is over %d MiB", path,
+					   EDIT_MAX >> 20) :
+				      fail_path(fs, path, rc);
+	if (memchr(*file, '\0', *flen < BINARY_PROBE ? *flen : BINARY_PROBE))
+		return fail(fs, HUTCH_AGENT_ERR_BINARY,
+			    "'%s' is a binary file (%zu bytes)", path, *flen);
 	return 0;
 }
 
@@ -1067,7 +1169,7 @@ static int tool_edit(struct fs *fs)
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	struct em_result em = { 0 };
 	char *old = NULL, *new_text = NULL, *file = NULL;
-	size_t olen = 0, nlen = 0, flen = 0, i;
+	size_t olen = 0, nlen = 0, flen = 0;
 	unsigned long long bytes;
 	long long deadline = now_ms() + LOCK_WAIT_MS;
 	struct expect x;
@@ -1075,20 +1177,9 @@ static int tool_edit(struct fs *fs)
 	mode_t mode;
 	int fd = -1, rc, em_rc = EM_OK, changed = 0;
 
-	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, &old, &olen);
-	if (!rc)
-		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
-				 &new_text, &nlen);
+	rc = edit_texts(fs, &old, &olen, &new_text, &nlen);
 	if (rc)
 		goto out;
-	if (olen == 0) {
-		rc = fail(fs, "invalid", "the old text is empty");
-		goto out;
-	}
-	if (olen == nlen && !memcmp(old, new_text, olen)) {
-		rc = fail(fs, "invalid", "the old and new texts are the same");
-		goto out;
-	}
 	for (;;) {
 		rc = fsp_open(&fs->root, path, O_RDONLY | O_NONBLOCK | O_NOCTTY,
 			      &res, &fd);
@@ -1108,27 +1199,9 @@ static int tool_edit(struct fs *fs)
 		 * the file we opened: start over on the one there now. */
 		if (!same_file(res.parent, res.name, fd) || fstat(fd, &st) < 0)
 			goto again;
-		if (st.st_size > EDIT_MAX) {
-			rc = fail(fs, "toobig",
-				  "'%s' is over %d MiB (%lld bytes)", path,
-				  EDIT_MAX >> 20, (long long)st.st_size);
+		rc = edit_read_file(fs, path, fd, &st, &file, &flen);
+		if (rc)
 			goto out;
-		}
-		rc = slurp(fd, EDIT_MAX, &file, &flen);
-		if (rc) {
-			rc = rc == -EFBIG ?
-				     fail(fs, "toobig", "'%s' is over %d MiB",
-					  path, EDIT_MAX >> 20) :
-				     fail_path(fs, path, rc);
-			goto out;
-		}
-		if (memchr(file, '\0',
-			   flen < BINARY_PROBE ? flen : BINARY_PROBE)) {
-			rc = fail(fs, "binary",
-				  "'%s' is a binary file (%zu bytes)", path,
-				  flen);
-			goto out;
-		}
 		em_rc = em_edit(file, flen, old, olen, new_text, nlen,
 				fs->o.all, &em);
 		if (em_rc != EM_OK)
@@ -1144,7 +1217,7 @@ static int tool_edit(struct fs *fs)
 		 * what it wrote, a few times at most. */
 		if (++changed >= EDIT_TRIES) {
 			rc = fail(
-				fs, "conflict",
+				fs, HUTCH_AGENT_ERR_CONFLICT,
 				"'%s' changed while it was being edited (a process of "
 				"the session wrote it %d times meanwhile); nothing was "
 				"written: read it again",
@@ -1164,43 +1237,8 @@ again:
 		free(file);
 		file = NULL;
 	}
-	switch (em_rc) {
-	case EM_OK:
-		break;
-	case EM_NOMATCH:
-		fail_begin(fs, "nomatch", "the old text was not found in '%s'",
-			   path);
-		if (em.closest) {
-			jsonw_open(&fs->out, "closest", '{');
-			jsonw_int(&fs->out, "line", (long long)em.closest_line);
-			jsonw_strz(&fs->out, "text", em.closest);
-			jsonw_close(&fs->out, '}');
-		}
-		rc = fail_end(fs, EXIT_TOOL);
-		goto out;
-	case EM_AMBIGUOUS:
-		fail_begin(fs, "ambiguous",
-			   "the old text occurs %zu times in '%s' (%s match); "
-			   "add context or use --all",
-			   em.count, path, em_match_name(em.match));
-		jsonw_open(&fs->out, "lines", '[');
-		for (i = 0; i < em.nlines; i++)
-			jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
-		jsonw_close(&fs->out, ']');
-		jsonw_int(&fs->out, "count", (long long)em.count);
-		rc = fail_end(fs, EXIT_TOOL);
-		goto out;
-	case EM_INVALID:
-		rc = fail(fs, "invalid",
-			  "the old text is empty or the same "
-			  "as the new one");
-		goto out;
-	case EM_TOOBIG:
-		rc = fail(fs, "toobig", "the edited '%s' would be over %u MiB",
-			  path, EM_OUT_MAX >> 20);
-		goto out;
-	default:
-		rc = fail_path(fs, path, -ENOMEM);
+	if (em_rc != EM_OK) {
+		rc = edit_refused(fs, path, em_rc, &em);
 		goto out;
 	}
 	if (rc) {
@@ -1211,10 +1249,7 @@ again:
 	jsonw_strz(&fs->out, "path", res.rel);
 	jsonw_strz(&fs->out, "match", em_match_name(em.match));
 	jsonw_int(&fs->out, "replacements", (long long)em.count);
-	jsonw_open(&fs->out, "lines", '[');
-	for (i = 0; i < em.nlines; i++)
-		jsonw_int(&fs->out, NULL, (long long)em.lines[i]);
-	jsonw_close(&fs->out, ']');
+	edit_lines(&fs->out, &em);
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
@@ -1404,15 +1439,31 @@ static int open_start(struct fs *fs, const char *path, struct fsp_res *res,
 	return 0;
 }
 
-static void walk_init(struct walker *wk, struct fs *fs, const char *start_rel)
+/* A walk from @start_rel that calls @visit with @arg for every entry and
+ * skips .git directories (grep and find). */
+static void walk_init(struct walker *wk, struct fs *fs, const char *start_rel,
+		      visit_fn visit, void *arg)
 {
 	memset(wk, 0, sizeof(*wk));
 	wk->fs = fs;
+	wk->visit = visit;
+	wk->arg = arg;
+	wk->skip_git = true;
 	if (strcmp(start_rel, ".")) {
 		/* fsp_resolve() already bounded it by PATH_MAX. */
 		snprintf(wk->rel, sizeof(wk->rel), "%s", start_rel);
 		wk->sub_off = strlen(wk->rel);
 	}
+}
+
+/* --max of grep, find and ls into *@max: 0, or the exit code of the
+ * answer that refused it. */
+static int max_option(struct fs *fs, long long *max)
+{
+	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, max))
+		return fail(fs, HUTCH_AGENT_ERR_INVALID, "--max wants 1..%d",
+			    LIST_MAX);
+	return 0;
 }
 
 /* --- grep ----------------------------------------------------------------- */
@@ -1576,14 +1627,13 @@ static int tool_grep(struct fs *fs)
 	char err[256];
 	int rc, dfd = -1, fd = -1, i;
 
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &g.max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+	rc = max_option(fs, &g.max);
+	if (rc)
 		goto out;
-	}
 	for (i = 0; i < fs->o.ninclude; i++) {
 		if (!hutch__glob_valid(fs->o.include[i])) {
-			rc = fail(fs, "invalid", "bad --include glob '%s'",
-				  fs->o.include[i]);
+			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+				  "bad --include glob '%s'", fs->o.include[i]);
 			goto out;
 		}
 	}
@@ -1592,7 +1642,8 @@ static int tool_grep(struct fs *fs)
 			     (fs->o.icase ? REG_ICASE : 0));
 	if (rc) {
 		regerror(rc, &g.re, err, sizeof(err));
-		rc = fail(fs, "invalid", "bad regex '%s': %s", pattern, err);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad regex '%s': %s",
+			  pattern, err);
 		goto out;
 	}
 	compiled = true;
@@ -1613,10 +1664,7 @@ static int tool_grep(struct fs *fs)
 		rc = fail_path(fs, path, rc);
 		goto out;
 	}
-	walk_init(&wk, fs, res.rel);
-	wk.visit = grep_visit;
-	wk.arg = &g;
-	wk.skip_git = true;
+	walk_init(&wk, fs, res.rel, grep_visit, &g);
 	jsonw_open(&fs->out, NULL, '{');
 	jsonw_open(&fs->out, "matches", '[');
 	if (dfd >= 0) {
@@ -1693,16 +1741,15 @@ static int tool_find(struct fs *fs)
 	int rc, dfd = -1;
 
 	if (!hutch__glob_valid(f.glob)) {
-		rc = fail(fs, "invalid", "bad glob '%s'", f.glob);
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad glob '%s'", f.glob);
 		goto out;
 	}
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &f.max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+	rc = max_option(fs, &f.max);
+	if (rc)
 		goto out;
-	}
 	if (fs->o.type) {
 		if (strcmp(fs->o.type, "f") && strcmp(fs->o.type, "d")) {
-			rc = fail(fs, "invalid",
+			rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
 				  "--type wants f or d, not '%s'", fs->o.type);
 			goto out;
 		}
@@ -1713,10 +1760,7 @@ static int tool_find(struct fs *fs)
 		rc = fail_path(fs, path, rc);
 		goto out;
 	}
-	walk_init(&wk, fs, res.rel);
-	wk.visit = find_visit;
-	wk.arg = &f;
-	wk.skip_git = true;
+	walk_init(&wk, fs, res.rel, find_visit, &f);
 	jsonw_open(&fs->out, NULL, '{');
 	jsonw_open(&fs->out, "entries", '[');
 	if (dfd >= 0) {
@@ -1771,10 +1815,9 @@ static int tool_ls(struct fs *fs)
 	struct stat st;
 	int rc, dfd = -1, pfd = -1;
 
-	if (fs->o.max && parse_num(fs->o.max, 1, LIST_MAX, false, &max)) {
-		rc = fail(fs, "invalid", "--max wants 1..%d", LIST_MAX);
+	rc = max_option(fs, &max);
+	if (rc)
 		goto out;
-	}
 	rc = open_start(fs, path, &res, &dfd);
 	if (rc) {
 		rc = fail_path(fs, path, rc);
@@ -1841,11 +1884,11 @@ int agent_fs(int argc, char **argv)
 	/* Staged files go away even when the call is refused. */
 	bad = take_staged(&fs);
 	if (msg) {
-		rc = fail(&fs, "usage", "%s", msg);
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
 		goto out;
 	}
 	if (bad) {
-		rc = fail(&fs, "usage",
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE,
 			  "text source '%s' is neither a staged file "
 			  "under %s/ nor env:HUTCH_FS_* in base64",
 			  bad,
@@ -1854,30 +1897,33 @@ int agent_fs(int argc, char **argv)
 	}
 	msg = check_args(&fs.o, &min_pos, &max_pos);
 	if (msg) {
-		rc = fail(&fs, "usage", "%s", msg);
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
 		goto out;
 	}
 	if (!fs.o.root)
 		fs.o.root = FS_DEFAULT_ROOT;
 	if (fs.o.root[0] != '/') {
-		rc = fail(&fs, "usage", "--root wants an absolute path");
+		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE,
+			  "--root wants an absolute path");
 		goto out;
 	}
 	rc = fsp_root_open(&fs.root, fs.o.root);
 	if (rc) {
-		rc = fail(&fs, rc == -ENOENT ? "notfound" : "io",
+		rc = fail(&fs,
+			  rc == -ENOENT ? HUTCH_AGENT_ERR_NOT_FOUND :
+					  HUTCH_AGENT_ERR_IO,
 			  "root '%s': %s", fs.o.root, strerror(-rc));
 		goto out;
 	}
-	if (!strcmp(fs.o.tool, "read"))
+	if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_READ))
 		rc = tool_read(&fs);
-	else if (!strcmp(fs.o.tool, "write"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_WRITE))
 		rc = tool_write(&fs);
-	else if (!strcmp(fs.o.tool, "edit"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_EDIT))
 		rc = tool_edit(&fs);
-	else if (!strcmp(fs.o.tool, "grep"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_GREP))
 		rc = tool_grep(&fs);
-	else if (!strcmp(fs.o.tool, "find"))
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_FIND))
 		rc = tool_find(&fs);
 	else
 		rc = tool_ls(&fs);

@@ -181,22 +181,11 @@ static int take_top(struct walk *w, const struct fsp_root *root,
 	return 0;
 }
 
-int fsp_resolve(const struct fsp_root *root, const char *path,
-		unsigned int flags, struct fsp_res *res)
+/* The path to walk, relative to the root, into @buf (PATH_MAX bytes). */
+static int start_path(const struct fsp_root *root, const char *path, char *buf)
 {
-	struct walk *w;
-	char buf[PATH_MAX], target[PATH_MAX], comp[NAME_MAX + 1];
-	size_t pos = 0, s, n, after, peek, ps, pn;
-	int links = 0, mkdirs = 0, fd = -1, rc;
-	bool last, trailing;
-	struct stat st;
-	ssize_t tl;
 	const char *p;
 
-	res->parent = -1;
-	res->fd = -1;
-	res->name[0] = '\0';
-	res->rel[0] = '\0';
 	if (!path || !*path)
 		path = ".";
 	p = path;
@@ -205,9 +194,145 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 		if (!p)
 			return FSP_ESCAPE;
 	}
-	if (strlen(p) + 1 > sizeof(buf))
+	if (strlen(p) + 1 > PATH_MAX)
 		return -ENAMETOOLONG;
 	strcpy(buf, p);
+	return 0;
+}
+
+/* The walk ended on a directory we hold: root, "x/..", "x/". */
+static int end_on_dir(const struct walk *w, const struct fsp_root *root,
+		      struct fsp_res *res)
+{
+	int fd;
+
+	fd = w->depth ? fcntl(w->fd[w->depth], F_DUPFD_CLOEXEC, 3) :
+			fcntl(root->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &res->st) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	res->fd = fd;
+	return 0;
+}
+
+/*
+ * @fd (taken) is a symlink met at buf[..after): put its target in front
+ * of the rest of the path, to be walked from the start of @buf.  An
+ * absolute target restarts from the root.
+ */
+static int follow_link(struct walk *w, const struct fsp_root *root, int fd,
+		       char *buf, size_t after)
+{
+	char target[PATH_MAX];
+	const char *p;
+	ssize_t tl;
+	int rc;
+
+	/* Read the very link we opened, not the name again. */
+	tl = readlinkat(fd, "", target, sizeof(target));
+	rc = tl < 0 ? -errno : 0;
+	close(fd);
+	if (rc)
+		return rc;
+	if ((size_t)tl >= sizeof(target))
+		return -ENAMETOOLONG;
+	if (tl == 0)
+		return -ENOENT;
+	target[tl] = '\0';
+	if (target[0] == '/') {
+		p = under_root(root->path, target);
+		if (!p)
+			return FSP_ESCAPE;
+		walk_pop_to(w, 0);
+		return splice_link(buf, after, p, strlen(p));
+	}
+	return splice_link(buf, after, target, (size_t)tl);
+}
+
+/* Hold the directory @fd (taken on success), named comp[0..n), as the
+ * next level of the walk. */
+static int descend(struct walk *w, int fd, const char *comp, size_t n)
+{
+	int rc;
+
+	if (w->depth == FSP_MAXDEPTH)
+		return -ENAMETOOLONG;
+	rc = rel_append(w->rel, comp, n);
+	if (rc)
+		return rc;
+	w->depth++;
+	w->fd[w->depth] = fd;
+	w->rlen[w->depth] = strlen(w->rel);
+	return 0;
+}
+
+/*
+ * A missing parent with FSP_MKDIR: 1 when it was made (or appeared
+ * meanwhile), 0 when it may not be made, or -errno.
+ */
+static int make_parent(struct walk *w, const char *comp, const char *buf,
+		       size_t s, int *mkdirs)
+{
+	/*
+	 * Create a missing parent only when nothing after it
+	 * can climb back out: below a new directory every
+	 * name is new, so ".." is the only way up.
+	 */
+	if (*mkdirs >= 2 * FSP_MAXDEPTH || has_dotdot(buf, s))
+		return 0;
+	if (mkdirat(w->fd[w->depth], comp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	(*mkdirs)++;
+	return 1;
+}
+
+/* End a walk with @rc: the relative path on success, no fds in @res on
+ * failure; @fd (or -1) and the walk's own fds are closed. */
+static int finish(struct walk *w, struct fsp_res *res, int fd, int rc)
+{
+	if (rc == 0) {
+		strcpy(res->rel, w->rel[0] ? w->rel : ".");
+	} else {
+		if (res->fd >= 0)
+			close(res->fd);
+		res->fd = -1;
+		res->parent = -1;
+		res->name[0] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+	walk_pop_to(w, 0);
+	free(w);
+	return rc;
+}
+
+/*
+ * One component at a time from the root's fd (fs_path.h says why); the
+ * steps that have names are above, what stays here is the loop's control
+ * flow: which component ends the walk, which restarts it.
+ */
+int fsp_resolve(const struct fsp_root *root, const char *path,
+		unsigned int flags, struct fsp_res *res)
+{
+	struct walk *w;
+	char buf[PATH_MAX], comp[NAME_MAX + 1];
+	size_t pos = 0, s, n, after, peek, ps, pn;
+	int links = 0, mkdirs = 0, fd = -1, rc, made;
+	bool last, trailing;
+	struct stat st;
+
+	res->parent = -1;
+	res->fd = -1;
+	res->name[0] = '\0';
+	res->rel[0] = '\0';
+	rc = start_path(root, path, buf);
+	if (rc)
+		return rc;
 
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -216,17 +341,7 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 
 	for (;;) {
 		if (!next_comp(buf, &pos, &s, &n)) {
-			/* Ended on a directory we hold: root, "x/..", "x/". */
-			fd = w->depth ? fcntl(w->fd[w->depth], F_DUPFD_CLOEXEC,
-					      3) :
-					fcntl(root->fd, F_DUPFD_CLOEXEC, 3);
-			if (fd < 0 || fstat(fd, &res->st) < 0) {
-				rc = -errno;
-				goto out;
-			}
-			res->fd = fd;
-			fd = -1;
-			rc = 0;
+			rc = end_on_dir(w, root, res);
 			goto out;
 		}
 		after = pos;
@@ -257,21 +372,14 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 				memcpy(res->name, comp, n + 1);
 				break;
 			}
-			/*
-			 * Create a missing parent only when nothing after it
-			 * can climb back out: below a new directory every
-			 * name is new, so ".." is the only way up.
-			 */
-			if (rc == -ENOENT && (flags & FSP_MKDIR) && !last &&
-			    mkdirs < 2 * FSP_MAXDEPTH && !has_dotdot(buf, s)) {
-				if (mkdirat(w->fd[w->depth], comp, 0755) < 0 &&
-				    errno != EEXIST) {
-					rc = -errno;
-					goto out;
+			if (rc == -ENOENT && (flags & FSP_MKDIR) && !last) {
+				made = make_parent(w, comp, buf, s, &mkdirs);
+				if (made < 0)
+					rc = made;
+				if (made > 0) {
+					pos = s; /* walk it again, like any other */
+					continue;
 				}
-				mkdirs++;
-				pos = s; /* walk it again, like any other */
-				continue;
 			}
 			goto out;
 		}
@@ -284,35 +392,8 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 				rc = -ELOOP;
 				goto out;
 			}
-			/* Read the very link we opened, not the name again. */
-			tl = readlinkat(fd, "", target, sizeof(target));
-			if (tl < 0) {
-				rc = -errno;
-				goto out;
-			}
-			close(fd);
+			rc = follow_link(w, root, fd, buf, after);
 			fd = -1;
-			if ((size_t)tl >= sizeof(target)) {
-				rc = -ENAMETOOLONG;
-				goto out;
-			}
-			if (tl == 0) {
-				rc = -ENOENT;
-				goto out;
-			}
-			target[tl] = '\0';
-			if (target[0] == '/') {
-				p = under_root(root->path, target);
-				if (!p) {
-					rc = FSP_ESCAPE;
-					goto out;
-				}
-				walk_pop_to(w, 0);
-				rc = splice_link(buf, after, p, strlen(p));
-			} else {
-				rc = splice_link(buf, after, target,
-						 (size_t)tl);
-			}
 			if (rc)
 				goto out;
 			pos = 0;
@@ -329,16 +410,9 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 			rc = -ENOTDIR;
 			goto out;
 		}
-		if (w->depth == FSP_MAXDEPTH) {
-			rc = -ENAMETOOLONG;
-			goto out;
-		}
-		rc = rel_append(w->rel, comp, n);
+		rc = descend(w, fd, comp, n);
 		if (rc)
 			goto out;
-		w->depth++;
-		w->fd[w->depth] = fd;
-		w->rlen[w->depth] = strlen(w->rel);
 		fd = -1;
 	}
 
@@ -347,20 +421,7 @@ int fsp_resolve(const struct fsp_root *root, const char *path,
 	if (!rc)
 		rc = take_top(w, root, res);
 out:
-	if (rc == 0) {
-		strcpy(res->rel, w->rel[0] ? w->rel : ".");
-	} else {
-		if (res->fd >= 0)
-			close(res->fd);
-		res->fd = -1;
-		res->parent = -1;
-		res->name[0] = '\0';
-	}
-	if (fd >= 0)
-		close(fd);
-	walk_pop_to(w, 0);
-	free(w);
-	return rc;
+	return finish(w, res, fd, rc);
 }
 
 int fsp_open(const struct fsp_root *root, const char *path, int oflags,

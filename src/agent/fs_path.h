@@ -17,7 +17,7 @@
  *    absolute target must be textually the root or under it, and restarts
  *    from the root fd;
  *  - the caller opens the final object with O_NOFOLLOW, and
- *    fsp_open_file() checks it is the object resolved, retrying when a
+ *    fsp_open() checks it is the object resolved, retrying when a
  *    symlink or another file was swapped in meanwhile.
  *
  * Pure: system calls only, no globals beyond a test hook, so it is built

@@ -4,7 +4,7 @@
  * Writes into one memory buffer with a hard cap, so that a tool either
  * prints a whole, valid object or an error, never half of one.  Every
  * string goes out as valid UTF-8: bytes that are not are replaced by
- * U+FFFD (src/lib/utf8.c decides), control characters are escaped.
+ * U+FFFD (src/shared/utf8.c decides), control characters are escaped.
  */
 #ifndef HUTCH_AGENT_JSONW_H
 #define HUTCH_AGENT_JSONW_H

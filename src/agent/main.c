@@ -20,16 +20,17 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "sleep", agent_sleep, "",
+	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "",
 	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)", true },
-	{ "run", agent_run,
+	{ HUTCH_AGENT_CMD_RUN, agent_run,
 	  "--tag TAG [--deadline-ms N] [--kill-leftovers] -- ARGV...",
 	  "run ARGV, keep its orphans until it exits (kill them then with "
 	  "--kill-leftovers)",
 	  true },
-	{ "kill", agent_kill, "TAG",
+	{ HUTCH_AGENT_CMD_KILL, agent_kill, "TAG",
 	  "kill the 'run' agent with TAG and all its descendants", false },
-	{ "fs", agent_fs, "[--root DIR] read|write|edit|grep|find|ls ARGS...",
+	{ HUTCH_AGENT_CMD_FS, agent_fs,
+	  "[--root DIR] read|write|edit|grep|find|ls ARGS...",
 	  "file tools confined to the workspace; one JSON object on stdout",
 	  true },
 };
@@ -44,13 +45,13 @@ static const struct command commands[] = {
 void agent_err(const char *fmt, ...)
 {
 	char line[512];
-	size_t len = sizeof(AGENT_PREFIX) - 1;
+	size_t len = sizeof(HUTCH_AGENT_PREFIX) - 1;
 	size_t room = sizeof(line) - len - 1; /* keep one byte for '\n' */
 	va_list ap;
 	int saved = errno;
 	int n;
 
-	memcpy(line, AGENT_PREFIX, len);
+	memcpy(line, HUTCH_AGENT_PREFIX, len);
 	va_start(ap, fmt);
 	n = vsnprintf(line + len, room, fmt, ap);
 	va_end(ap);
@@ -70,7 +71,7 @@ bool agent_tag_valid(const char *tag)
 {
 	size_t len = strlen(tag);
 
-	if (len == 0 || len > AGENT_TAG_MAX)
+	if (len == 0 || len > HUTCH_AGENT_TAG_MAX)
 		return false;
 	return strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			   "abcdefghijklmnopqrstuvwxyz"
@@ -78,7 +79,7 @@ bool agent_tag_valid(const char *tag)
 }
 
 /*
- * Record that the session is in use: AGENT_USE_FILE's mtime, which
+ * Record that the session is in use: HUTCH_LAST_USED_PATH's mtime, which
  * "hutch gc" reads through the engine's archive API (no request is added
  * to a command for it).  The container's start counts ("sleep" is PID 1),
  * and so does every command and file tool.
@@ -98,17 +99,17 @@ static void agent_mark_used(void)
 {
 	int fd, saved = errno;
 
-	if (utimensat(AT_FDCWD, AGENT_USE_FILE, NULL, AT_SYMLINK_NOFOLLOW) ==
-		    0 ||
+	if (utimensat(AT_FDCWD, HUTCH_LAST_USED_PATH, NULL,
+		      AT_SYMLINK_NOFOLLOW) == 0 ||
 	    errno != ENOENT)
 		goto out;
-	fd = open(AGENT_USE_FILE,
+	fd = open(HUTCH_LAST_USED_PATH,
 		  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
 			  O_NONBLOCK,
 		  0666);
 	if (fd < 0) {
 		if (errno == EEXIST) /* another command made it meanwhile */
-			utimensat(AT_FDCWD, AGENT_USE_FILE, NULL,
+			utimensat(AT_FDCWD, HUTCH_LAST_USED_PATH, NULL,
 				  AT_SYMLINK_NOFOLLOW);
 		goto out;
 	}
@@ -136,7 +137,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		usage(stderr);
-		return AGENT_EXIT_USAGE;
+		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
@@ -160,13 +161,13 @@ int main(int argc, char **argv)
 					"set-id files and device nodes out of the "
 					"workspace: %s",
 					strerror(-rc));
-				return AGENT_EXIT_INTERNAL;
+				return HUTCH_AGENT_EXIT_INTERNAL;
 			}
 			if (commands[i].use)
 				agent_mark_used();
 			return commands[i].fn(argc - 1, argv + 1);
 		}
 
-	agent_err("unknown command '%s' (try --help)", argv[1]);
-	return AGENT_EXIT_USAGE;
+	agent_err(HUTCH_AGENT_UNKNOWN_COMMAND " '%s' (try --help)", argv[1]);
+	return HUTCH_AGENT_EXIT_USAGE;
 }

@@ -451,8 +451,8 @@ struct find {
 /* argv[0] ends in "hutch-agent" and argv[1..3] are exactly run --tag TAG. */
 static bool is_agent(const char *buf, size_t len, const char *tag)
 {
-	static const char suffix[] = "hutch-agent";
-	const char *want[] = { "run", "--tag", tag };
+	static const char suffix[] = HUTCH_AGENT_NAME;
+	const char *want[] = { HUTCH_AGENT_CMD_RUN, HUTCH_AGENT_OPT_TAG, tag };
 	const char *p = buf, *end = buf + len;
 	size_t slen = sizeof(suffix) - 1, alen, wlen, i;
 
@@ -529,12 +529,12 @@ int agent_kill(int argc, char **argv)
 
 	if (argc != 2) {
 		agent_err("usage: hutch-agent kill TAG");
-		return AGENT_EXIT_USAGE;
+		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	if (!agent_tag_valid(argv[1])) {
 		agent_err("invalid tag (want 1-%d of [A-Za-z0-9_-])",
-			  AGENT_TAG_MAX);
-		return AGENT_EXIT_USAGE;
+			  HUTCH_AGENT_TAG_MAX);
+		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	/*
 	 * Outrun a CPU-bound tree if we may.  Containers rarely grant
@@ -544,8 +544,8 @@ int agent_kill(int argc, char **argv)
 
 	f.tag = argv[1];
 	if (for_each_pid(find_one, &f) < 0)
-		return AGENT_EXIT_FAIL;
+		return HUTCH_AGENT_EXIT_FAIL;
 	if (!f.found)
-		return AGENT_EXIT_NOTFOUND;
-	return kill_agent(&f.agent) < 0 ? AGENT_EXIT_FAIL : 0;
+		return HUTCH_AGENT_EXIT_NOTAG;
+	return kill_agent(&f.agent) < 0 ? HUTCH_AGENT_EXIT_FAIL : 0;
 }

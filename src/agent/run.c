@@ -75,7 +75,7 @@ int agent_sleep(int argc, char **argv)
 
 	if (argc != 1) {
 		agent_err("usage: hutch-agent sleep");
-		return AGENT_EXIT_USAGE;
+		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	default_signal(SIGCHLD);
 	sigemptyset(&set);
@@ -91,7 +91,7 @@ int agent_sleep(int argc, char **argv)
 	 */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
 		agent_err("sigprocmask: %m");
-		return 1;
+		return HUTCH_AGENT_EXIT_FAIL;
 	}
 	/*
 	 * Commands run as the same user as we do.  Not dumpable, so they
@@ -105,7 +105,7 @@ int agent_sleep(int argc, char **argv)
 			if (errno == EINTR) /* e.g. after SIGSTOP/SIGCONT */
 				continue;
 			agent_err("sigwaitinfo: %m");
-			return 1;
+			return HUTCH_AGENT_EXIT_FAIL;
 		}
 		/*
 		 * As the container's init, "kill 1" from a command must not
@@ -148,18 +148,18 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 	 * /proc/PID/cmdline exactly, so any other order would leave this
 	 * agent unkillable by tag.
 	 */
-	if (argc < 3 || strcmp(argv[1], "--tag"))
+	if (argc < 3 || strcmp(argv[1], HUTCH_AGENT_OPT_TAG))
 		goto usage;
 	if (!agent_tag_valid(argv[2])) {
 		agent_err("invalid tag (want 1-%d of [A-Za-z0-9_-])",
-			  AGENT_TAG_MAX);
+			  HUTCH_AGENT_TAG_MAX);
 		return -1;
 	}
 	o->tag = argv[2];
 	for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
-		if (!strcmp(argv[i], "--kill-leftovers")) {
+		if (!strcmp(argv[i], HUTCH_AGENT_OPT_KILL_LEFTOVERS)) {
 			o->kill_leftovers = true;
-		} else if (!strcmp(argv[i], "--deadline-ms")) {
+		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_DEADLINE)) {
 			if (i + 1 >= argc ||
 			    parse_ms(argv[i + 1], &o->deadline_ms)) {
 				agent_err("--deadline-ms wants 0..%llu",
@@ -291,8 +291,8 @@ static void report_exec_failure(const char *name, int err)
 				  '?' :
 				  name[i];
 	safe[i] = '\0';
-	n = snprintf(line, sizeof(line), "hutch: cannot run '%s': %s\n", safe,
-		     strerror(err));
+	n = snprintf(line, sizeof(line), HUTCH_AGENT_CANNOT_RUN "%s': %s\n",
+		     safe, strerror(err));
 	if (n > (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 1;
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
@@ -333,7 +333,7 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
 
 	err = exec_search(argv);
 	report_exec_failure(argv[0], err);
-	_exit(err == ENOENT ? AGENT_EXIT_NOTFOUND_CMD : AGENT_EXIT_NOEXEC);
+	_exit(err == ENOENT ? HUTCH_AGENT_EXIT_NOCMD : HUTCH_AGENT_EXIT_NOEXEC);
 }
 
 static void forward(pid_t child, int sig)
@@ -353,7 +353,7 @@ static int exit_code(int status)
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
-	return AGENT_EXIT_INTERNAL;
+	return HUTCH_AGENT_EXIT_INTERNAL;
 }
 
 /* Reap every zombie we have; the main child's exit code, or -1. */
@@ -457,12 +457,12 @@ static int supervise(pid_t child, const struct run_opts *o, const sigset_t *set,
 			 * tree walk skips them and init inherits them.
 			 */
 			proctree_kill_descendants(getpid(), NULL);
-			return AGENT_EXIT_DEADLINE;
+			return HUTCH_AGENT_EXIT_DEADLINE;
 		}
 		if (sig < 0) {
 			agent_err("waiting for signals: %m");
 			proctree_kill_descendants(getpid(), NULL);
-			return AGENT_EXIT_INTERNAL;
+			return HUTCH_AGENT_EXIT_INTERNAL;
 		}
 		if (sig != SIGCHLD)
 			forward(child, sig);
@@ -517,13 +517,12 @@ static void report_oom(void)
 	if (limit < 0)
 		limit = cgroup_value(
 			"/sys/fs/cgroup/memory/memory.limit_in_bytes", NULL);
-	/* The library recognises this line (exec.c); keep them in step. */
 	if (limit > 0 && limit < (1LL << 50))
 		n = snprintf(line, sizeof(line),
-			     AGENT_OOM_LINE " (memory limit %lld MiB)\n",
+			     HUTCH_AGENT_OOM_LINE " (memory limit %lld MiB)\n",
 			     limit >> 20);
 	else
-		n = snprintf(line, sizeof(line), AGENT_OOM_LINE "\n");
+		n = snprintf(line, sizeof(line), HUTCH_AGENT_OOM_LINE "\n");
 	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* Nowhere left to report it. */
 	}
@@ -539,10 +538,10 @@ int agent_run(int argc, char **argv)
 	int code;
 
 	if (parse_run_args(argc, argv, &o) < 0)
-		return AGENT_EXIT_USAGE;
+		return HUTCH_AGENT_EXIT_USAGE;
 	if (plug_std_fds() < 0) {
 		agent_err("cannot open standard fds: %m");
-		return AGENT_EXIT_INTERNAL;
+		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	/*
 	 * Subreaper before fork: from then on anything the command detaches
@@ -552,7 +551,7 @@ int agent_run(int argc, char **argv)
 	 */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		agent_err("PR_SET_CHILD_SUBREAPER: %m");
-		return AGENT_EXIT_INTERNAL;
+		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	/*
 	 * Not dumpable: the command, as the same user, could otherwise
@@ -574,7 +573,7 @@ int agent_run(int argc, char **argv)
 	 */
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
 		agent_err("sigprocmask: %m");
-		return AGENT_EXIT_INTERNAL;
+		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (o.deadline_ms)
 		deadline_from_now(o.deadline_ms, &deadline);
@@ -585,7 +584,7 @@ int agent_run(int argc, char **argv)
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
-		return AGENT_EXIT_INTERNAL;
+		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
 		child_exec(o.argv, self, pgrp);

@@ -17,7 +17,7 @@
 
 #include "cli.h"
 /* Pure UTF-8 helpers, shared with the library and the agent. */
-#include "../lib/utf8.h"
+#include "../shared/utf8.h"
 
 #define EXIT_NOMATCH 1
 #define EXIT_REFUSED 2

@@ -7,14 +7,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Where the agent lives inside every hutch container. */
-#define HUTCH_AGENT_DIR "/.hutch"
-#define HUTCH_AGENT_PATH "/.hutch/hutch-agent"
-/* The session's last-used record: the mtime of a file the agent touches
- * (src/agent/main.c, AGENT_USE_FILE), in a directory that comes with it
- * (relative to HUTCH_AGENT_DIR). */
-#define HUTCH_USE_DIR "use"
-#define HUTCH_LAST_USED_PATH "/.hutch/use/last-used"
+/* Where the agent lives inside every hutch container (HUTCH_AGENT_DIR,
+ * HUTCH_AGENT_PATH), the last-used record the agent keeps (HUTCH_USE_DIR,
+ * HUTCH_LAST_USED_PATH) and the rest of the protocol. */
+#include "agent_protocol.h"
 
 /* The owner of HUTCH_AGENT_DIR and the agent when the session's user is
  * root ("nobody"); root's otherwise.  Never the session's user. */

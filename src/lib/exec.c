@@ -31,9 +31,6 @@
 /* The agent's own deadline trails hutch's, so it only acts when the hutch
  * process that should have killed the command has vanished. */
 #define AGENT_BACKSTOP_MS 2000
-/* The agent's exit code when that deadline acted (AGENT_EXIT_DEADLINE in
- * src/agent/agent.h). */
-#define AGENT_EXIT_DEADLINE 124
 /* How long exec inspect may keep saying "running" after the stream ended. */
 #define INSPECT_WAIT_MS 10000
 /* Once the command was killed or had ended by itself, how long the stream
@@ -248,10 +245,10 @@ static void keep_tail(struct run *r, const char *data, size_t len)
 }
 
 /* The agent's line when the OOM killer acted while the command ran
- * (AGENT_OOM_LINE in src/agent/agent.h), at the start of a line in the
+ * (HUTCH_AGENT_OOM_LINE in agent_protocol.h), at the start of a line in the
  * end of stderr.  The command could print it too; it would only mislabel
  * its own result. */
-#define OOM_LINE "hutch: out of memory: "
+#define OOM_LINE HUTCH_AGENT_OOM_START
 
 static int saw_oom(const struct run *r)
 {
@@ -292,11 +289,11 @@ static int exec_too_long(const struct run *r, int code)
 	    memcmp(r->errtail + n - (sizeof(runtime) - 1), runtime,
 		   sizeof(runtime) - 1) == 0)
 		return 1;
-	return code == 126 /* the agent's AGENT_EXIT_NOEXEC */ &&
-	       n >= sizeof(agent) - 1 &&
+	return code == HUTCH_AGENT_EXIT_NOEXEC && n >= sizeof(agent) - 1 &&
 	       memcmp(r->errtail + n - (sizeof(agent) - 1), agent,
 		      sizeof(agent) - 1) == 0 &&
-	       memmem(r->errtail, n, "hutch: cannot run '", 19) != NULL;
+	       memmem(r->errtail, n, HUTCH_AGENT_CANNOT_RUN,
+		      sizeof(HUTCH_AGENT_CANNOT_RUN) - 1) != NULL;
 }
 
 /* Bytes execve copies for the command: its strings with their NULs. */
@@ -453,16 +450,18 @@ static json_object *exec_body(const struct run *r)
 			 (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS :
 			 0ULL);
 	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(cmd, json_object_new_string("run"));
-	json_object_array_add(cmd, json_object_new_string("--tag"));
+	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_CMD_RUN));
+	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_OPT_TAG));
 	json_object_array_add(cmd, json_object_new_string(r->tag));
-	json_object_array_add(cmd, json_object_new_string("--deadline-ms"));
+	json_object_array_add(cmd,
+			      json_object_new_string(HUTCH_AGENT_OPT_DEADLINE));
 	json_object_array_add(cmd, json_object_new_string(deadline));
 	/* A command given secrets leaves nothing running behind it: its
 	 * leftovers would keep the values in their environment (README). */
 	if (sec && sec->count)
 		json_object_array_add(
-			cmd, json_object_new_string("--kill-leftovers"));
+			cmd,
+			json_object_new_string(HUTCH_AGENT_OPT_KILL_LEFTOVERS));
 	json_object_array_add(cmd, json_object_new_string("--"));
 	for (size_t i = 0; i < o->argc; i++)
 		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
@@ -627,7 +626,8 @@ static int kill_tree(struct run *r, hutch_error **err)
 		return hutch__error_oom(err);
 	}
 	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(cmd, json_object_new_string("kill"));
+	json_object_array_add(cmd,
+			      json_object_new_string(HUTCH_AGENT_CMD_KILL));
 	json_object_array_add(cmd, json_object_new_string(r->tag));
 	json_object_object_add(body, "AttachStdout",
 			       json_object_new_boolean(1));
@@ -654,7 +654,7 @@ static int kill_tree(struct run *r, hutch_error **err)
 	rc = exec_exit_code(r, kill_id, &code, err);
 	if (rc < 0)
 		return rc;
-	if (code == 3)
+	if (code == HUTCH_AGENT_EXIT_NOTAG)
 		return 1;
 	if (code != 0)
 		return hutch__error_set(err, HUTCH_EFAILED,
@@ -1059,7 +1059,7 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		res->oom = saw_oom(&r);
 		/* The kill could not run and the agent's own deadline ended the
 		 * command: its exit code says so. */
-		if (r.stop_failed && code == AGENT_EXIT_DEADLINE) {
+		if (r.stop_failed && code == HUTCH_AGENT_EXIT_DEADLINE) {
 			res->status = HUTCH_EXEC_TIMEOUT;
 			res->exit_code = -1;
 		}

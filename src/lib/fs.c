@@ -21,6 +21,7 @@
 #include <hutch/fs.h>
 
 #include "agent_blob.h"
+#include "base64.h"
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -39,7 +40,7 @@
  * which costs as much as the exec itself. */
 #define FS_ENV_TEXT_MAX (48u * 1024u)
 /* Where larger write and edit texts are uploaded; the agent deletes them. */
-#define FS_STAGE_DIR HUTCH_AGENT_DIR "/req"
+#define FS_STAGE_DIR HUTCH_AGENT_STAGE_DIR
 
 static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
 
@@ -84,7 +85,7 @@ static void argv_init(struct argv *a, const char *tool)
 {
 	memset(a, 0, sizeof(*a));
 	arg(a, HUTCH_AGENT_PATH);
-	arg(a, "fs");
+	arg(a, HUTCH_AGENT_CMD_FS);
 	arg(a, tool);
 }
 
@@ -119,39 +120,19 @@ struct staged {
 	char path[64]; /* in the container */
 };
 
+/* "NAME=" and the base64 of the text: an environment entry the agent
+ * decodes (HUTCH_AGENT_ENV_SOURCE). */
 static char *env_text(const char *name, const char *data, size_t len)
 {
-	static const char b64[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t nlen = strlen(name), i;
-	char *out = malloc(nlen + 1 + (len + 2) / 3 * 4 + 1), *p;
+	size_t nlen = strlen(name);
+	char *out = malloc(nlen + 1 + HUTCH__B64_ENCODED_SIZE(len));
 
 	if (!out)
 		return NULL;
 	memcpy(out, name, nlen);
-	p = out + nlen;
-	*p++ = '=';
-	for (i = 0; i + 2 < len; i += 3) {
-		unsigned int v = (unsigned char)data[i] << 16 |
-				 (unsigned char)data[i + 1] << 8 |
-				 (unsigned char)data[i + 2];
-
-		*p++ = b64[v >> 18];
-		*p++ = b64[(v >> 12) & 63];
-		*p++ = b64[(v >> 6) & 63];
-		*p++ = b64[v & 63];
-	}
-	if (i < len) {
-		unsigned int v =
-			(unsigned char)data[i] << 16 |
-			(i + 1 < len ? (unsigned char)data[i + 1] << 8 : 0);
-
-		*p++ = b64[v >> 18];
-		*p++ = b64[(v >> 12) & 63];
-		*p++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-		*p++ = '=';
-	}
-	*p = '\0';
+	out[nlen] = '=';
+	hutch__b64_encode(out + nlen + 1, (const unsigned char *)data, len,
+			  HUTCH__B64_PAD);
 	return out;
 }
 
@@ -236,12 +217,13 @@ static int pass_texts(hutch_session *s, struct staged *st, size_t n,
 	for (size_t i = 0; i < n && i < HUTCH_ARRAY_SIZE(a->env); i++) {
 		char var[32];
 
-		snprintf(var, sizeof(var), "HUTCH_FS_TEXT%zu", i);
+		snprintf(var, sizeof(var), HUTCH_AGENT_ENV_PREFIX "TEXT%zu", i);
 		a->env_owned[i] = env_text(var, st[i].data, st[i].len);
 		if (!a->env_owned[i])
 			return hutch__error_oom(err);
 		a->env[a->nenv++] = a->env_owned[i];
-		snprintf(st[i].path, sizeof(st[i].path), "env:%s", var);
+		snprintf(st[i].path, sizeof(st[i].path),
+			 HUTCH_AGENT_ENV_SOURCE "%s", var);
 	}
 	return 0;
 }
@@ -250,28 +232,17 @@ static int pass_texts(hutch_session *s, struct staged *st, size_t n,
 
 static int code_of(const char *code)
 {
+#define ROW(word, legacy, hutch_code) { word, legacy, hutch_code },
 	static const struct {
-		const char *name;
+		const char *name, *legacy;
 		int code;
-	} map[] = {
-		{ "escape", HUTCH_EESCAPE },
-		{ "notfound", HUTCH_ENOTFOUND },
-		{ "notdir", HUTCH_EINVALID },
-		{ "isdir", HUTCH_EINVALID },
-		{ "binary", HUTCH_EINVALID },
-		{ "notfile", HUTCH_EINVALID },
-		{ "nomatch", HUTCH_ENOMATCH },
-		{ "ambiguous", HUTCH_EAMBIGUOUS },
-		{ "invalid", HUTCH_EINVALID },
-		{ "usage", HUTCH_EINVALID },
-		{ "toobig", HUTCH_ETOOBIG },
-		{ "io", HUTCH_EFAILED },
-		/* Another writer of the file: nothing was written. */
-		{ "conflict", HUTCH_ECONFLICT },
-	};
+	} map[] = { HUTCH_AGENT_ERRORS(ROW) };
+#undef ROW
 
+	/* The legacy spelling: an agent installed by an older hutch. */
 	for (size_t i = 0; code && i < HUTCH_ARRAY_SIZE(map); i++)
-		if (strcmp(code, map[i].name) == 0)
+		if (strcmp(code, map[i].name) == 0 ||
+		    (map[i].legacy && strcmp(code, map[i].legacy) == 0))
 			return map[i].code;
 	return HUTCH_EFAILED;
 }
@@ -365,9 +336,11 @@ static int agent_error(json_object *doc, const char *tool, hutch_error **err)
 static int agent_too_old(int code, const char *out, size_t len,
 			 const char *errdata, size_t errlen)
 {
-	return code == 126 || code == 127 ||
-	       (code == 2 && len == 0 &&
-		memmem(errdata, errlen, "unknown command", 15));
+	return code == HUTCH_AGENT_EXIT_NOEXEC ||
+	       code == HUTCH_AGENT_EXIT_NOCMD ||
+	       (code == HUTCH_AGENT_EXIT_USAGE && len == 0 &&
+		memmem(errdata, errlen, HUTCH_AGENT_UNKNOWN_COMMAND,
+		       sizeof(HUTCH_AGENT_UNKNOWN_COMMAND) - 1));
 }
 
 /* Replace the container's agent with this library's (owned as
@@ -477,7 +450,8 @@ again:
 			tool, code, errdata);
 		goto out;
 	}
-	if (code != 0 && code != 1 && code != 2) {
+	if (code != HUTCH_AGENT_EXIT_OK && code != HUTCH_AGENT_EXIT_FAIL &&
+	    code != HUTCH_AGENT_EXIT_USAGE) {
 		why = "unexpected exit status";
 		prc = -1;
 	} else if (omitted) {
@@ -543,7 +517,7 @@ int hutch_fs_read(hutch_fs_result **out, hutch_session *s, const char *path,
 	if ((rc = check_options(opts, err)) < 0 ||
 	    (rc = check_arg("read: the path", path, err)) < 0)
 		return rc;
-	argv_init(&a, "read");
+	argv_init(&a, HUTCH_AGENT_FS_READ);
 	arg_num(&a, "--offset", opts->offset);
 	arg_num(&a, "--limit", opts->limit);
 	arg_num(&a, "--max-bytes", opts->max_bytes);
@@ -578,7 +552,7 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 	    (rc = check_arg("write: the path", path, err)) < 0 ||
 	    (rc = check_text("write: the content", data, len, err)) < 0)
 		return rc;
-	argv_init(&a, "write");
+	argv_init(&a, HUTCH_AGENT_FS_WRITE);
 	if ((rc = pass_texts(s, st, 1, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "write");
@@ -619,7 +593,7 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
 			"edit: the old and new text are the same");
-	argv_init(&a, "edit");
+	argv_init(&a, HUTCH_AGENT_FS_EDIT);
 	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "edit");
@@ -676,7 +650,7 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 	if (opts->include_count > 16)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"grep: at most 16 include globs");
-	argv_init(&a, "grep");
+	argv_init(&a, HUTCH_AGENT_FS_GREP);
 	for (size_t i = 0; i < opts->include_count; i++) {
 		if ((rc = check_arg("grep: an include glob", opts->include[i],
 				    err)) < 0)
@@ -705,7 +679,7 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
 			"find: type '%c' is neither 'f' nor 'd'", opts->type);
-	argv_init(&a, "find");
+	argv_init(&a, HUTCH_AGENT_FS_FIND);
 	if (opts->type) {
 		arg(&a, "--type");
 		arg(&a, opts->type == 'f' ? "f" : "d");
@@ -725,7 +699,7 @@ int hutch_fs_ls(hutch_fs_result **out, hutch_session *s, const char *path,
 	if ((rc = check_options(opts, err)) < 0 ||
 	    (path && (rc = check_arg("ls: the path", path, err)) < 0))
 		return rc;
-	argv_init(&a, "ls");
+	argv_init(&a, HUTCH_AGENT_FS_LS);
 	arg_num(&a, "--max", opts->max);
 	if (path) {
 		arg(&a, "--");
@@ -816,11 +790,11 @@ static hutch_fs_type type_of(const char *s)
 {
 	if (!s)
 		return HUTCH_FS_OTHER;
-	if (strcmp(s, "file") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_FILE) == 0)
 		return HUTCH_FS_FILE;
-	if (strcmp(s, "dir") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_DIR) == 0)
 		return HUTCH_FS_DIR;
-	if (strcmp(s, "symlink") == 0)
+	if (strcmp(s, HUTCH_AGENT_TYPE_SYMLINK) == 0)
 		return HUTCH_FS_SYMLINK;
 	return HUTCH_FS_OTHER;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "redact.h"
 #include "utf8.h"
 
@@ -132,45 +133,6 @@ static int link(hutch__secrets *set)
 }
 
 /* --- the patterns of one value ---------------------------------------------- */
-
-static const char b64_std[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char b64_url[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Base64 of `len` bytes into `out` (room for 4 * (len + 2) / 3 + 1);
- * returns the length. */
-static size_t b64(char *out, const unsigned char *in, size_t len,
-		  const char *alphabet, int pad)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
-			     in[i + 2];
-
-		out[o++] = alphabet[v >> 18];
-		out[o++] = alphabet[(v >> 12) & 63];
-		out[o++] = alphabet[(v >> 6) & 63];
-		out[o++] = alphabet[v & 63];
-	}
-	if (i < len) {
-		uint32_t v = (uint32_t)in[i] << 16 |
-			     (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
-
-		out[o++] = alphabet[v >> 18];
-		out[o++] = alphabet[(v >> 12) & 63];
-		if (i + 1 < len)
-			out[o++] = alphabet[(v >> 6) & 63];
-		if (pad) {
-			if (i + 1 >= len)
-				out[o++] = '=';
-			out[o++] = '=';
-		}
-	}
-	out[o] = '\0';
-	return o;
-}
 
 /* --- percent-encodings --------------------------------------------------- */
 
@@ -366,7 +328,6 @@ static int add_escaped(hutch__secrets *set, const unsigned char *v, size_t len,
 
 static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 {
-	static const char *const alphabets[] = { b64_std, b64_url };
 	/* Room for the longest form: a JSON escape (6 bytes per byte). */
 	size_t enc_max = 6 * len + 8, n;
 	unsigned char *shifted = malloc(len + 4);
@@ -391,7 +352,10 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 	for (size_t a = 0; a < 2; a++) {
 		/* The value encoded alone, padded or not. */
 		for (int pad = 0; pad < 2; pad++) {
-			n = b64(enc, v, len, alphabets[a], pad);
+			int form = (a ? HUTCH__B64_URL : 0) |
+				   (pad ? HUTCH__B64_PAD : 0);
+
+			n = hutch__b64_encode(enc, v, len, form);
 			if (add_pattern(set, (unsigned char *)enc, n) < 0)
 				goto out;
 		}
@@ -404,7 +368,8 @@ static int add_value(hutch__secrets *set, const unsigned char *v, size_t len)
 
 			memset(shifted, 0, len + 4);
 			memcpy(shifted + k, v, len);
-			b64(enc, shifted, k + len + 2, alphabets[a], 0);
+			hutch__b64_encode(enc, shifted, k + len + 2,
+					  a ? HUTCH__B64_URL : 0);
 			if (add_pattern(set, (unsigned char *)enc + first,
 					end - first) < 0)
 				goto out;

@@ -1329,7 +1329,8 @@ static json_object *create_body(const hutch_session *s)
 	/* The agent sleeps forever as the entry point: it is in the
 	 * container whatever the image holds (no shell, no sleep needed). */
 	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(entry, json_object_new_string("sleep"));
+	json_object_array_add(entry,
+			      json_object_new_string(HUTCH_AGENT_CMD_SLEEP));
 	for (size_t i = 0; i < s->env_count; i++)
 		json_object_array_add(env, json_object_new_string(s->env[i]));
 
@@ -1479,7 +1480,7 @@ void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 	char buf[8192], path[512];
 	size_t used = 0;
 	struct archive *a;
-	const char *file = strrchr(HUTCH_LAST_USED_PATH, '/') + 1;
+	const char *file = HUTCH_LAST_USED_FILE;
 	int ok;
 
 	snprintf(path, sizeof(path),

@@ -12,7 +12,7 @@
  *              stdout lock, progress notifications and cancellation.
  *
  * Like the CLI, this code sees only the public headers <hutch/...> (and
- * the pure UTF-8 helpers of src/lib/utf8.h, compiled in).
+ * the pure UTF-8 helpers of src/shared/utf8.h, compiled in).
  */
 #ifndef HUTCH_MCP_H
 #define HUTCH_MCP_H
@@ -22,7 +22,7 @@
 #include <json-c/json.h>
 #include <hutch/hutch.h>
 /* Pure UTF-8 helpers, shared with the library and the agent. */
-#include "../lib/utf8.h"
+#include "../shared/utf8.h"
 
 /* --- limits ---------------------------------------------------------------- */
 

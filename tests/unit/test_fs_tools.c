@@ -352,18 +352,18 @@ Test(fstools, read_errors)
 	mk("dir");
 	EXPECT_ERROR(run("read", "bin", NULL), 1, "binary");
 	cr_expect(strstr(str("error.message"), "(5 bytes)"));
-	EXPECT_ERROR(run("read", "dir", NULL), 1, "isdir");
-	EXPECT_ERROR(run("read", "nope", NULL), 1, "notfound");
+	EXPECT_ERROR(run("read", "dir", NULL), 1, "is_dir");
+	EXPECT_ERROR(run("read", "nope", NULL), 1, "not_found");
 	cr_expect(strstr(str("error.message"), "'nope'"));
 	snprintf(p, sizeof(p), "%s/fifo", root);
 	cr_assert_eq(mkfifo(p, 0644), 0);
-	EXPECT_ERROR(run("read", "fifo", NULL), 1, "notfile");
+	EXPECT_ERROR(run("read", "fifo", NULL), 1, "not_file");
 	ln("/etc/passwd", "pw");
 	EXPECT_ERROR(run("read", "pw", NULL), 1, "escape");
 	EXPECT_ERROR(run("read", "../outside/x", NULL), 1, "escape");
 	EXPECT_ERROR(run("read", "/etc/hostname", NULL), 1, "escape");
 	PUT("f", "x\n");
-	EXPECT_ERROR(run("read", "f/g", NULL), 1, "notdir");
+	EXPECT_ERROR(run("read", "f/g", NULL), 1, "not_dir");
 }
 
 Test(fstools, read_repairs_invalid_utf8)
@@ -516,8 +516,10 @@ Test(fstools, write_through_inside_symlink_and_onto_dir)
 	cr_expect_str_eq(str("path"), "real.txt");
 	cr_expect_str_eq(slurp(root, "real.txt", NULL), "via link\n");
 	mk("d");
-	EXPECT_ERROR(run("write", "d", "--from", stage("x"), NULL), 1, "isdir");
-	EXPECT_ERROR(run("write", ".", "--from", stage("x"), NULL), 1, "isdir");
+	EXPECT_ERROR(run("write", "d", "--from", stage("x"), NULL), 1,
+		     "is_dir");
+	EXPECT_ERROR(run("write", ".", "--from", stage("x"), NULL), 1,
+		     "is_dir");
 }
 
 Test(fstools, staged_paths_are_checked)
@@ -584,7 +586,7 @@ Test(fstools, edit_exact_and_errors)
 	EXPECT_ERROR(run("edit", "e.py", "--old-from",
 			 stage("def g():\n\treturn 4\n"), "--new-from",
 			 stage("x"), NULL),
-		     1, "nomatch");
+		     1, "no_match");
 	cr_expect_eq(num("error.closest.line"), 4);
 	cr_expect_str_eq(str("error.closest.text"),
 			 "     4\tdef g():\n     5\t\treturn 3");
@@ -754,7 +756,7 @@ Test(fstools, ls_lists_one_directory)
 	cr_assert_eq(count("entries"), 1);
 	cr_expect_str_eq(str("entries.0.name"), "a.c");
 	cr_expect_eq(num("entries.0.size"), 30);
-	EXPECT_ERROR(run("ls", "missing", NULL), 1, "notfound");
+	EXPECT_ERROR(run("ls", "missing", NULL), 1, "not_found");
 	EXPECT_ERROR(run("ls", "..", NULL), 1, "escape");
 }
 

@@ -1,7 +1,7 @@
 /*
  * Unit tests: hostile input at hutch's edges - timeouts below the
  * resolution, bytes that are not UTF-8, names with control characters
- * (src/cli/duration.c, src/lib/utf8.c, src/lib/error.c).
+ * (src/cli/duration.c, src/shared/utf8.c, src/lib/error.c).
  */
 #include <criterion/criterion.h>
 #include <stdint.h>

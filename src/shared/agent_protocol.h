@@ -1,0 +1,150 @@
+/*
+ * agent_protocol.h - the contract between libhutch and hutch-agent
+ *
+ * Both sides compile against this one header: the library when it builds
+ * an agent command line or reads what the agent said, the agent when it
+ * parses one or answers.  doc/agent-protocol.md describes the protocol in
+ * prose (commands, output, versioning); what a change here means for a
+ * container that still runs an older agent is written there too.
+ *
+ * Only macros: the agent is built without the library's headers, and
+ * HUTCH_AGENT_ERRORS() names the library's HUTCH_E* codes without the
+ * agent ever expanding them.
+ */
+#ifndef HUTCH_SHARED_AGENT_PROTOCOL_H
+#define HUTCH_SHARED_AGENT_PROTOCOL_H
+
+/* --- where the agent lives ------------------------------------------------ */
+
+/* The directory the library installs the agent into (a volume of its
+ * own, see src/lib/agent_blob.c) and the agent itself. */
+#define HUTCH_AGENT_DIR "/.hutch"
+#define HUTCH_AGENT_NAME "hutch-agent"
+#define HUTCH_AGENT_PATH HUTCH_AGENT_DIR "/" HUTCH_AGENT_NAME
+
+/* The session's last-used record: the agent sets the mtime of this file
+ * (src/agent/main.c) and hutch gc reads it (src/lib/gc.c).  The directory
+ * HUTCH_USE_DIR (relative to HUTCH_AGENT_DIR) comes with the agent. */
+#define HUTCH_USE_DIR "use"
+#define HUTCH_LAST_USED_FILE "last-used"
+#define HUTCH_LAST_USED_PATH \
+	HUTCH_AGENT_DIR "/" HUTCH_USE_DIR "/" HUTCH_LAST_USED_FILE
+
+/* Write and edit texts too large for the environment are uploaded here
+ * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
+#define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"
+
+/* --- commands (argv[1]) and their options ---------------------------------- */
+
+#define HUTCH_AGENT_CMD_SLEEP "sleep" /* PID 1: wait for the engine's stop */
+#define HUTCH_AGENT_CMD_RUN "run"     /* run one command, keep its tree */
+#define HUTCH_AGENT_CMD_KILL "kill"   /* kill the tree of a "run" by tag */
+#define HUTCH_AGENT_CMD_FS "fs"	      /* file tools, one JSON answer */
+
+/* "run" options.  "--tag TAG" comes first: "kill" finds the agent by
+ * argv[1..3] of its /proc/PID/cmdline being exactly "run --tag TAG". */
+#define HUTCH_AGENT_OPT_TAG "--tag"
+#define HUTCH_AGENT_OPT_DEADLINE "--deadline-ms"
+#define HUTCH_AGENT_OPT_KILL_LEFTOVERS "--kill-leftovers"
+
+/* Tags are [A-Za-z0-9_-]{1,HUTCH_AGENT_TAG_MAX}. */
+#define HUTCH_AGENT_TAG_MAX 64
+
+/* The "fs" tools (argv[2], or the first operand after options). */
+#define HUTCH_AGENT_FS_READ "read"
+#define HUTCH_AGENT_FS_WRITE "write"
+#define HUTCH_AGENT_FS_EDIT "edit"
+#define HUTCH_AGENT_FS_GREP "grep"
+#define HUTCH_AGENT_FS_FIND "find"
+#define HUTCH_AGENT_FS_LS "ls"
+
+/* The "type" of a find or ls entry. */
+#define HUTCH_AGENT_TYPE_FILE "file"
+#define HUTCH_AGENT_TYPE_DIR "dir"
+#define HUTCH_AGENT_TYPE_SYMLINK "symlink"
+#define HUTCH_AGENT_TYPE_OTHER "other" /* fifo, device, socket */
+
+/* A text source "env:NAME": variable NAME, which starts with
+ * HUTCH_AGENT_ENV_PREFIX, holds the text in base64. */
+#define HUTCH_AGENT_ENV_SOURCE "env:"
+#define HUTCH_AGENT_ENV_PREFIX "HUTCH_FS_"
+
+/* --- exit codes ------------------------------------------------------------- */
+
+#define HUTCH_AGENT_EXIT_OK 0
+#define HUTCH_AGENT_EXIT_FAIL 1	 /* kill: tree not emptied; fs: tool error */
+#define HUTCH_AGENT_EXIT_USAGE 2 /* bad command line (fs: with an answer) */
+#define HUTCH_AGENT_EXIT_NOTAG 3 /* kill: no "run" agent with that tag */
+#define HUTCH_AGENT_EXIT_DEADLINE 124 /* run: --deadline-ms expired */
+#define HUTCH_AGENT_EXIT_INTERNAL 125 /* the agent itself failed */
+#define HUTCH_AGENT_EXIT_NOEXEC 126   /* run: command found, not runnable */
+#define HUTCH_AGENT_EXIT_NOCMD 127    /* run: command not found */
+
+/* --- lines on stderr the library looks for --------------------------------- */
+
+/* Every message of the agent's own starts with this. */
+#define HUTCH_AGENT_PREFIX "hutch-agent: "
+
+/* "run", when the kernel's OOM killer acted in the container while the
+ * command ran; " (memory limit N MiB)" may follow.  The library matches
+ * HUTCH_AGENT_OOM_START at the start of a line. */
+#define HUTCH_AGENT_OOM_START "hutch: out of memory: "
+#define HUTCH_AGENT_OOM_LINE              \
+	HUTCH_AGENT_OOM_START             \
+	"the session reached its memory " \
+	"limit and the kernel killed a process while this command ran"
+
+/* "run", when the command could not be executed ("hutch: cannot run
+ * 'ARGV0': strerror"), before exiting 126 or 127. */
+#define HUTCH_AGENT_CANNOT_RUN "hutch: cannot run '"
+
+/* An agent that does not know a command says this (exit 2). */
+#define HUTCH_AGENT_UNKNOWN_COMMAND "unknown command"
+
+/* --- limits ---------------------------------------------------------------- */
+
+/* An "fs" answer stays below this; the library refuses more. */
+#define HUTCH_AGENT_FS_ANSWER_MAX ((8 << 20) - 4096)
+/* An environment text up to this size (decoded) may be passed through a
+ * pipe when memfd_create is filtered: what a pipe holds without a reader. */
+#define HUTCH_AGENT_ENV_TEXT_MAX (60 * 1024)
+
+/* --- error words: "fs" answers {"error":{"code":WORD,"message":...}} ---- */
+
+#define HUTCH_AGENT_ERR_ESCAPE "escape"	      /* resolves outside the root */
+#define HUTCH_AGENT_ERR_NOT_FOUND "not_found" /* no such file or directory */
+#define HUTCH_AGENT_ERR_NOT_DIR "not_dir"     /* a component is a file */
+#define HUTCH_AGENT_ERR_IS_DIR "is_dir"	      /* a file was wanted */
+#define HUTCH_AGENT_ERR_NOT_FILE "not_file"   /* fifo, device, socket */
+#define HUTCH_AGENT_ERR_BINARY "binary"	      /* NUL in the first 8 KiB */
+#define HUTCH_AGENT_ERR_NO_MATCH "no_match"   /* edit: old text not found */
+#define HUTCH_AGENT_ERR_AMBIGUOUS "ambiguous" /* edit: found more than once */
+#define HUTCH_AGENT_ERR_INVALID "invalid"     /* a bad argument value */
+#define HUTCH_AGENT_ERR_USAGE "usage"	      /* a bad command line: exit 2 */
+#define HUTCH_AGENT_ERR_TOO_BIG "too_big"     /* over a size limit */
+#define HUTCH_AGENT_ERR_CONFLICT "conflict"   /* another writer of the file */
+#define HUTCH_AGENT_ERR_IO "io"		      /* any other failure */
+
+/*
+ * Every error word with the library's code for it, and the spelling the
+ * agents of older hutch versions sent (NULL: the same).  Those agents
+ * keep running in the containers they were installed in (see "Versioning"
+ * in doc/agent-protocol.md), so the library takes both.
+ * X(word, legacy word, HUTCH_E* code).
+ */
+#define HUTCH_AGENT_ERRORS(X)                                     \
+	X(HUTCH_AGENT_ERR_ESCAPE, NULL, HUTCH_EESCAPE)            \
+	X(HUTCH_AGENT_ERR_NOT_FOUND, "notfound", HUTCH_ENOTFOUND) \
+	X(HUTCH_AGENT_ERR_NOT_DIR, "notdir", HUTCH_EINVALID)      \
+	X(HUTCH_AGENT_ERR_IS_DIR, "isdir", HUTCH_EINVALID)        \
+	X(HUTCH_AGENT_ERR_NOT_FILE, "notfile", HUTCH_EINVALID)    \
+	X(HUTCH_AGENT_ERR_BINARY, NULL, HUTCH_EINVALID)           \
+	X(HUTCH_AGENT_ERR_NO_MATCH, "nomatch", HUTCH_ENOMATCH)    \
+	X(HUTCH_AGENT_ERR_AMBIGUOUS, NULL, HUTCH_EAMBIGUOUS)      \
+	X(HUTCH_AGENT_ERR_INVALID, NULL, HUTCH_EINVALID)          \
+	X(HUTCH_AGENT_ERR_USAGE, NULL, HUTCH_EINVALID)            \
+	X(HUTCH_AGENT_ERR_TOO_BIG, "toobig", HUTCH_ETOOBIG)       \
+	X(HUTCH_AGENT_ERR_IO, NULL, HUTCH_EFAILED)                \
+	X(HUTCH_AGENT_ERR_CONFLICT, NULL, HUTCH_ECONFLICT)
+
+#endif /* HUTCH_SHARED_AGENT_PROTOCOL_H */
