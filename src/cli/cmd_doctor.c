@@ -1,7 +1,6 @@
 /*
  * cmd_doctor.c - hutch doctor: which engine, and is everything in place
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,25 +165,35 @@ report:
 	return c;
 }
 
-int cmd_doctor(cli_globals *g, int argc, char **argv)
+static int cmd_doctor(cli_globals *g, int argc, char **argv);
+
+static const cli_option doctor_options[] = {
+	{ "json", NULL, 'j', "print the findings as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_doctor = {
+	"doctor",   cmd_doctor,
+	"[--json]", "check the engines and what hutch needs of them",
+	"h",	    { doctor_options, NULL, NULL },
+};
+
+static int cmd_doctor(cli_globals *g, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_fleet *fleet = NULL;
 	hutch_error *err = NULL;
 	const char *image = getenv("HUTCH_IMAGE");
 	int c, json = 0, bad = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_long_options(&cli_cmd_doctor, lo);
+	while ((c = cli_next_option(&cli_cmd_doctor, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			break;
 		case 'h':
-			puts("usage: hutch doctor [--json]");
+			cli_help(&cli_cmd_doctor, stdout);
 			return 0;
 		default:
 			return EXIT_HUTCH_FAILED;
