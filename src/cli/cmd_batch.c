@@ -522,6 +522,17 @@ static void emit(struct batch *b, const char *text, size_t len)
 	pthread_mutex_unlock(&b->out_lock);
 }
 
+/* One result line; takes over `o`. */
+static void emit_json(struct batch *b, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s)
+		emit(b, s, strlen(s));
+	json_object_put(o);
+}
+
 static void count(struct batch *b, unsigned long *which)
 {
 	pthread_mutex_lock(&b->lock);
@@ -534,7 +545,6 @@ static void count(struct batch *b, unsigned long *which)
 static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 {
 	json_object *o = json_object_new_object();
-	const char *s;
 
 	count(b, &b->errors);
 	if (!o)
@@ -550,11 +560,7 @@ static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 	json_object_object_add(o, "error", json_object_new_string(j->error));
 	json_object_object_add(o, "duration_ms",
 			       json_object_new_int64((int64_t)ms));
-	s = json_object_to_json_string_ext(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s)
-		emit(b, s, strlen(s));
-	json_object_put(o);
+	emit_json(b, o);
 }
 
 /* The exec result as `hutch exec --json` prints it, with "line" and "id"
@@ -593,17 +599,12 @@ static void emit_result(struct batch *b, struct job *j,
 			const hutch_exec_result *res)
 {
 	json_object *o = result_json(j, res);
-	const char *text;
 
 	if (!o) {
 		emit_error(b, j, hutch_exec_result_duration_ms(res));
 		return;
 	}
-	text = json_object_to_json_string_ext(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (text)
-		emit(b, text, strlen(text));
-	json_object_put(o);
+	emit_json(b, o);
 	switch (hutch_exec_result_status(res)) {
 	case HUTCH_EXEC_OK:
 		count(b, hutch_exec_result_exit_code(res) == 0 ? &b->ok :

@@ -210,10 +210,7 @@ static int fail(hutch_error *err, int json)
 			json_object_object_add(e, "detail",
 					       json_object_new_string(detail));
 		json_object_object_add(o, "error", e);
-		printf("%s\n",
-		       json_object_to_json_string_ext(
-			       o, JSON_C_TO_STRING_PLAIN |
-					  JSON_C_TO_STRING_NOSLASHESCAPE));
+		cli_print_json(o);
 		json_object_put(o);
 	} else {
 		cli_error("%s", hutch_error_message(err));

@@ -81,6 +81,26 @@ static void on_entry(const hutch_gc_entry *en, void *payload)
 	fflush(stdout);
 }
 
+/* With --json, what was done as one object. */
+static void print_json(const struct gc_out *out, const hutch_gc_options *o)
+{
+	json_object *doc = json_object_new_object();
+
+	if (!doc)
+		return;
+	json_object_object_add(doc, "idle", json_object_new_int64(o->idle));
+	json_object_object_add(doc, "dry_run",
+			       json_object_new_boolean(o->dry_run));
+	json_object_object_add(doc, "removed", json_object_get(out->removed));
+	json_object_object_add(doc, "would_remove",
+			       json_object_get(out->would));
+	json_object_object_add(doc, "busy", json_object_get(out->busy));
+	json_object_object_add(doc, "kept", json_object_get(out->kept));
+	json_object_object_add(doc, "failed", json_object_get(out->failed));
+	cli_print_json(doc);
+	json_object_put(doc);
+}
+
 static int cmd_gc(cli_globals *g, int argc, char **argv);
 
 static const cli_option gc_options[] = {
@@ -179,31 +199,8 @@ static int cmd_gc(cli_globals *g, int argc, char **argv)
 		}
 		hutch_error_free(err);
 	}
-	if (out.json) {
-		json_object *doc = json_object_new_object();
-
-		if (doc) {
-			json_object_object_add(doc, "idle",
-					       json_object_new_int64(o.idle));
-			json_object_object_add(
-				doc, "dry_run",
-				json_object_new_boolean(o.dry_run));
-			json_object_object_add(doc, "removed",
-					       json_object_get(out.removed));
-			json_object_object_add(doc, "would_remove",
-					       json_object_get(out.would));
-			json_object_object_add(doc, "busy",
-					       json_object_get(out.busy));
-			json_object_object_add(doc, "kept",
-					       json_object_get(out.kept));
-			json_object_object_add(doc, "failed",
-					       json_object_get(out.failed));
-			puts(json_object_to_json_string_ext(
-				doc, JSON_C_TO_STRING_PLAIN |
-					     JSON_C_TO_STRING_NOSLASHESCAPE));
-			json_object_put(doc);
-		}
-	}
+	if (out.json)
+		print_json(&out, &o);
 out:
 	json_object_put(out.removed);
 	json_object_put(out.would);
