@@ -156,5 +156,10 @@ int cli_sync_progress(const hutch_sync_stats *st, void *payload);
 void cli_sync_progress_end(cli_sync_progress_state *ps);
 /* "VERB N files, ..." on stdout. */
 void cli_sync_summary(const char *verb, const hutch_sync_stats *st);
+/* The counts of a copy into the JSON object `o`, in `sync-in --json`'s
+ * order; `all` 0 leaves out hardlinks and archive_bytes, which the "seed"
+ * of `up --json` never had. */
+void cli_sync_stats_json(struct json_object *o, const hutch_sync_stats *st,
+			 int all);
 
 #endif

@@ -429,20 +429,7 @@ static json_object *seed_json(const char *hostdir, const hutch_sync_stats *st)
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "hostdir", json_object_new_string(hostdir));
-	json_object_object_add(o, "files",
-			       json_object_new_int64((int64_t)st->files));
-	json_object_object_add(o, "dirs",
-			       json_object_new_int64((int64_t)st->dirs));
-	json_object_object_add(o, "symlinks",
-			       json_object_new_int64((int64_t)st->symlinks));
-	json_object_object_add(o, "skipped",
-			       json_object_new_int64((int64_t)st->skipped));
-	json_object_object_add(o, "excluded",
-			       json_object_new_int64((int64_t)st->excluded));
-	json_object_object_add(o, "bytes",
-			       json_object_new_int64((int64_t)st->bytes));
-	json_object_object_add(o, "duration_ms",
-			       json_object_new_int64((int64_t)st->duration_ms));
+	cli_sync_stats_json(o, st, 0);
 	return o;
 }
 

@@ -85,6 +85,32 @@ void cli_sync_summary(const char *verb, const hutch_sync_stats *st)
 	putchar('\n');
 }
 
+void cli_sync_stats_json(struct json_object *o, const hutch_sync_stats *st,
+			 int all)
+{
+	const struct {
+		const char *key;
+		uint64_t v;
+		int all_only;
+	} c[] = {
+		{ "files", st->files, 0 },
+		{ "dirs", st->dirs, 0 },
+		{ "symlinks", st->symlinks, 0 },
+		{ "hardlinks", st->hardlinks, 1 },
+		{ "skipped", st->skipped, 0 },
+		{ "excluded", st->excluded, 0 },
+		{ "bytes", st->bytes, 0 },
+		{ "archive_bytes", st->archive_bytes, 1 },
+		{ "duration_ms", st->duration_ms, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (all || !c[i].all_only)
+			json_object_object_add(
+				o, c[i].key,
+				json_object_new_int64((int64_t)c[i].v));
+}
+
 static void print_json(const char *session, const char *direction,
 		       const char *hostdir, const char *path,
 		       const hutch_sync_stats *st)
@@ -99,25 +125,7 @@ static void print_json(const char *session, const char *direction,
 	json_object_object_add(o, "hostdir", json_object_new_string(hostdir));
 	json_object_object_add(o, "path",
 			       json_object_new_string(path ? path : "."));
-	json_object_object_add(o, "files",
-			       json_object_new_int64((int64_t)st->files));
-	json_object_object_add(o, "dirs",
-			       json_object_new_int64((int64_t)st->dirs));
-	json_object_object_add(o, "symlinks",
-			       json_object_new_int64((int64_t)st->symlinks));
-	json_object_object_add(o, "hardlinks",
-			       json_object_new_int64((int64_t)st->hardlinks));
-	json_object_object_add(o, "skipped",
-			       json_object_new_int64((int64_t)st->skipped));
-	json_object_object_add(o, "excluded",
-			       json_object_new_int64((int64_t)st->excluded));
-	json_object_object_add(o, "bytes",
-			       json_object_new_int64((int64_t)st->bytes));
-	json_object_object_add(
-		o, "archive_bytes",
-		json_object_new_int64((int64_t)st->archive_bytes));
-	json_object_object_add(o, "duration_ms",
-			       json_object_new_int64((int64_t)st->duration_ms));
+	cli_sync_stats_json(o, st, 1);
 	cli_print_json(o);
 	json_object_put(o);
 }
