@@ -791,12 +791,12 @@ static const cli_option batch_options[] = {
 };
 
 const cli_command cli_cmd_batch = {
-	"batch",
-	cmd_batch,
-	"FILE.jsonl|- [options]",
-	"run the jobs of a JSON-lines file, N at a time",
-	"hp:",
-	{ batch_options, NULL, NULL },
+	.name = "batch",
+	.fn = cmd_batch,
+	.synopsis = "FILE.jsonl|- [options]",
+	.about = "run the jobs of a JSON-lines file, N at a time",
+	.shortopts = "hp:",
+	.opts = { batch_options },
 };
 
 /* One option of batch: 0, 1 after --help, -1 with the error said. */

@@ -194,9 +194,12 @@ static const cli_option doctor_options[] = {
 };
 
 const cli_command cli_cmd_doctor = {
-	"doctor",   cmd_doctor,
-	"[--json]", "check the engines and what hutch needs of them",
-	"h",	    { doctor_options, NULL, NULL },
+	.name = "doctor",
+	.fn = cmd_doctor,
+	.synopsis = "[--json]",
+	.about = "check the engines and what hutch needs of them",
+	.shortopts = "h",
+	.opts = { doctor_options },
 };
 
 static int cmd_doctor(cli_globals *g, int argc, char **argv)

@@ -50,21 +50,21 @@ static int cmd_exec(cli_globals *g, int argc, char **argv);
 static int cmd_sh(cli_globals *g, int argc, char **argv);
 
 const cli_command cli_cmd_exec = {
-	"exec",
-	cmd_exec,
-	"SESSION [options] [--] ARGV...",
-	"run a command in SESSION (made when missing)",
-	"+h",
-	{ exec_options, NULL, NULL },
+	.name = "exec",
+	.fn = cmd_exec,
+	.synopsis = "SESSION [options] [--] ARGV...",
+	.about = "run a command in SESSION (made when missing)",
+	.shortopts = "+h",
+	.opts = { exec_options },
 };
 
 const cli_command cli_cmd_sh = {
-	"sh",
-	cmd_sh,
-	"SESSION [options] 'SHELL COMMAND'",
-	"run a shell command line in SESSION (sh -c)",
-	"+h",
-	{ exec_options, NULL, NULL },
+	.name = "sh",
+	.fn = cmd_sh,
+	.synopsis = "SESSION [options] 'SHELL COMMAND'",
+	.about = "run a shell command line in SESSION (sh -c)",
+	.shortopts = "+h",
+	.opts = { exec_options },
 };
 
 /* What the command line asks: options before and after SESSION, then the

@@ -83,64 +83,64 @@ static int cmd_find(cli_globals *g, int argc, char **argv);
 static int cmd_ls(cli_globals *g, int argc, char **argv);
 
 const cli_command cli_cmd_read = {
-	"read",
-	cmd_read,
-	"SESSION PATH [options]",
-	"print a text file of the workspace",
-	"h",
-	{ read_options, common_options },
+	.name = "read",
+	.fn = cmd_read,
+	.synopsis = "SESSION PATH [options]",
+	.about = "print a text file of the workspace",
+	.shortopts = "h",
+	.opts = { read_options, common_options },
 };
 const cli_command cli_cmd_write = {
-	"write",
-	cmd_write,
-	"SESSION PATH [options]",
-	"write a file of the workspace (stdin without --content)",
-	"h",
-	{ write_options, common_options },
+	.name = "write",
+	.fn = cmd_write,
+	.synopsis = "SESSION PATH [options]",
+	.about = "write a file of the workspace (stdin without --content)",
+	.shortopts = "h",
+	.opts = { write_options, common_options },
 };
 const cli_command cli_cmd_edit = {
-	"edit",
-	cmd_edit,
-	"SESSION PATH --old TEXT --new TEXT [options]",
-	"replace text in a file of the workspace",
-	"h",
-	{ edit_options, common_options },
+	.name = "edit",
+	.fn = cmd_edit,
+	.synopsis = "SESSION PATH --old TEXT --new TEXT [options]",
+	.about = "replace text in a file of the workspace",
+	.shortopts = "h",
+	.opts = { edit_options, common_options },
 };
 const cli_command cli_cmd_grep = {
-	"grep",
-	cmd_grep,
-	"SESSION PATTERN [PATH] [options]",
-	"search the workspace's files for a regular expression",
-	"hi",
-	{ grep_options, common_options },
+	.name = "grep",
+	.fn = cmd_grep,
+	.synopsis = "SESSION PATTERN [PATH] [options]",
+	.about = "search the workspace's files for a regular expression",
+	.shortopts = "hi",
+	.opts = { grep_options, common_options },
 };
 const cli_command cli_cmd_find = {
-	"find",
-	cmd_find,
-	"SESSION GLOB [PATH] [options]",
-	"find files of the workspace by name",
-	"h",
-	{ find_options, common_options },
+	.name = "find",
+	.fn = cmd_find,
+	.synopsis = "SESSION GLOB [PATH] [options]",
+	.about = "find files of the workspace by name",
+	.shortopts = "h",
+	.opts = { find_options, common_options },
 };
 const cli_command cli_cmd_ls = {
-	"ls",
-	cmd_ls,
-	"SESSION [PATH] [options]",
-	"list a directory of the workspace",
-	"h",
-	{ ls_options, common_options },
+	.name = "ls",
+	.fn = cmd_ls,
+	.synopsis = "SESSION [PATH] [options]",
+	.about = "list a directory of the workspace",
+	.shortopts = "h",
+	.opts = { ls_options, common_options },
 };
 
 /* Every tool's options, for parsing: an option of another tool is then
  * refused by name ("does not apply") rather than as unknown. */
 static const cli_command any_tool = {
-	"fs",
-	NULL,
-	"",
-	NULL,
-	"hi",
-	{ read_options, write_options, edit_options, grep_options, find_options,
-	  common_options },
+	.name = "fs",
+	.fn = NULL,
+	.synopsis = "",
+	.about = NULL,
+	.shortopts = "hi",
+	.opts = { read_options, write_options, edit_options, grep_options,
+		  find_options, common_options },
 };
 
 static const struct tool_info {

@@ -113,12 +113,12 @@ static const cli_option gc_options[] = {
 };
 
 const cli_command cli_cmd_gc = {
-	"gc",
-	cmd_gc,
-	"--idle DURATION [options]",
-	"remove idle sessions",
-	"h",
-	{ gc_options, NULL, NULL },
+	.name = "gc",
+	.fn = cmd_gc,
+	.synopsis = "--idle DURATION [options]",
+	.about = "remove idle sessions",
+	.shortopts = "h",
+	.opts = { gc_options },
 };
 
 static int cmd_gc(cli_globals *g, int argc, char **argv)

@@ -68,9 +68,12 @@ static const cli_option mcp_options[] = {
 };
 
 const cli_command cli_cmd_mcp = {
-	"mcp",	     cmd_mcp,
-	"[options]", "serve a session to an MCP client on stdio",
-	"h",	     { mcp_options, NULL, NULL },
+	.name = "mcp",
+	.fn = cmd_mcp,
+	.synopsis = "[options]",
+	.about = "serve a session to an MCP client on stdio",
+	.shortopts = "h",
+	.opts = { mcp_options },
 };
 
 struct mcp_args {

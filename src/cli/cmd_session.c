@@ -207,12 +207,12 @@ static const cli_option up_options[] = {
 };
 
 const cli_command cli_cmd_up = {
-	"up",
-	cmd_up,
-	"SESSION [options]",
-	"create SESSION, or check that it runs",
-	"h",
-	{ up_options, NULL, NULL },
+	.name = "up",
+	.fn = cmd_up,
+	.synopsis = "SESSION [options]",
+	.about = "create SESSION, or check that it runs",
+	.shortopts = "h",
+	.opts = { up_options },
 };
 
 struct up_args {
@@ -601,12 +601,12 @@ static const cli_option sessions_options[] = {
 };
 
 const cli_command cli_cmd_sessions = {
-	"sessions",
-	cmd_sessions,
-	"[--json | --names]",
-	"list the sessions of every engine",
-	"h",
-	{ sessions_options, NULL, NULL },
+	.name = "sessions",
+	.fn = cmd_sessions,
+	.synopsis = "[--json | --names]",
+	.about = "list the sessions of every engine",
+	.shortopts = "h",
+	.opts = { sessions_options },
 };
 
 static int cmd_sessions(cli_globals *g, int argc, char **argv)
@@ -722,12 +722,12 @@ static const cli_option rm_options[] = {
 };
 
 const cli_command cli_cmd_rm = {
-	"rm",
-	cmd_rm,
-	"[--force] SESSION... | hutch rm --all",
-	"remove sessions: container, volumes and all",
-	"afh",
-	{ rm_options, NULL, NULL },
+	.name = "rm",
+	.fn = cmd_rm,
+	.synopsis = "[--force] SESSION... | hutch rm --all",
+	.about = "remove sessions: container, volumes and all",
+	.shortopts = "afh",
+	.opts = { rm_options },
 };
 
 static int cmd_rm(cli_globals *g, int argc, char **argv)

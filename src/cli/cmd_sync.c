@@ -154,21 +154,21 @@ static const cli_option sync_out_options[] = {
 };
 
 const cli_command cli_cmd_sync_in = {
-	"sync-in",
-	cmd_sync_in,
-	"SESSION HOSTDIR [options]",
-	"copy host HOSTDIR into the workspace",
-	"h",
-	{ sync_in_options },
+	.name = "sync-in",
+	.fn = cmd_sync_in,
+	.synopsis = "SESSION HOSTDIR [options]",
+	.about = "copy host HOSTDIR into the workspace",
+	.shortopts = "h",
+	.opts = { sync_in_options },
 };
 
 const cli_command cli_cmd_sync_out = {
-	"sync-out",
-	cmd_sync_out,
-	"SESSION HOSTDIR [PATH] [options]",
-	"copy the workspace (or PATH in it) to host HOSTDIR",
-	"h",
-	{ sync_out_options },
+	.name = "sync-out",
+	.fn = cmd_sync_out,
+	.synopsis = "SESSION HOSTDIR [PATH] [options]",
+	.about = "copy the workspace (or PATH in it) to host HOSTDIR",
+	.shortopts = "h",
+	.opts = { sync_out_options },
 };
 
 static int run_sync(cli_globals *g, int argc, char **argv, int in)

@@ -17,9 +17,12 @@ static int cmd_version(cli_globals *g, int argc, char **argv)
 static const cli_option no_options[] = { { NULL, NULL, 0, NULL } };
 
 static const cli_command cli_cmd_version = {
-	"version", cmd_version,
-	"",	   "print hutch's version",
-	"h",	   { no_options, NULL, NULL },
+	.name = "version",
+	.fn = cmd_version,
+	.synopsis = "",
+	.about = "print hutch's version",
+	.shortopts = "h",
+	.opts = { no_options },
 };
 
 const cli_command *const cli_commands[] = {

@@ -76,6 +76,29 @@ static const cli_option *by_name(const cli_command *c, const char *name)
 	return NULL;
 }
 
+/* The help text's column, and the line the text wraps at. */
+#define HELP_COLUMN 31
+
+/* `text` from column `col` on, wrapped at spaces to end by column `width`
+ * (a word longer than a line stays whole), each line after the first
+ * indented to `col`. */
+static void wrap(FILE *f, const char *text, int col, int width)
+{
+	int room = width - col;
+
+	while ((int)strlen(text) > room) {
+		int cut = room;
+
+		while (cut > 0 && text[cut] != ' ')
+			cut--;
+		if (cut == 0)
+			break;
+		fprintf(f, "%.*s\n%*s", cut, text, col, "");
+		text += cut + 1;
+	}
+	fprintf(f, "%s\n", text);
+}
+
 static void help_line(const cli_command *c, const cli_option *o, FILE *f)
 {
 	char left[64];
@@ -86,7 +109,8 @@ static void help_line(const cli_command *c, const cli_option *o, FILE *f)
 	else
 		snprintf(left, sizeof(left), "    --%s%s%s", o->name,
 			 o->arg ? " " : "", o->arg ? o->arg : "");
-	fprintf(f, "  %-28s %s\n", left, o->help);
+	fprintf(f, "  %-28s ", left);
+	wrap(f, o->help, HELP_COLUMN, 79);
 }
 
 void cli_help(const cli_command *c, FILE *f)
