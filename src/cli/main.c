@@ -15,18 +15,9 @@ static void usage(FILE *f)
 		"usage: hutch [--engine URL]... COMMAND ...\n\n"
 		"Persistent, network-less container sandboxes over the Docker/Podman API.\n\n"
 		"commands:\n");
-	for (size_t i = 0; i < cli_command_count; i++) {
-		char line[96];
-
-		snprintf(line, sizeof(line), "%s %s", cli_commands[i]->name,
-			 cli_commands[i]->synopsis);
-		if (strlen(line) <= 34)
-			fprintf(f, "  hutch %-34s %s\n", line,
-				cli_commands[i]->about);
-		else
-			fprintf(f, "  hutch %s\n  %-40s %s\n", line, "",
-				cli_commands[i]->about);
-	}
+	for (size_t i = 0; i < cli_command_count; i++)
+		fprintf(f, "  hutch %s %s\n      %s\n", cli_commands[i]->name,
+			cli_commands[i]->synopsis, cli_commands[i]->about);
 	fprintf(f,
 		"\n'hutch COMMAND --help' lists a command's options.\n"
 		"The engine is --engine, else $HUTCH_ENGINE, $DOCKER_HOST, $CONTAINER_HOST,\n"
