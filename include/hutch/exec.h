@@ -54,7 +54,7 @@ typedef struct {
 	unsigned int version;	 /* HUTCH_EXEC_OPTIONS_VERSION */
 	const char *const *argv; /* the command, no shell */
 	size_t argc;
-	const char *workdir;	/* NULL: /workspace */
+	const char *workdir; /* NULL: /workspace; relative: under /workspace */
 	const char *const *env; /* extra "K=V" for this command only */
 	size_t env_count;
 	uint64_t timeout_ms;	   /* 0: no timeout */

@@ -6,8 +6,10 @@
 #ifndef HUTCH_CLI_H
 #define HUTCH_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <hutch/hutch.h>
 
 /* Exit statuses of hutch itself (a command's own status passes through). */
@@ -23,6 +25,67 @@ typedef struct {
 } cli_globals;
 
 typedef int (*cli_cmd_fn)(cli_globals *g, int argc, char **argv);
+
+/* --- options and usage (options.c) -------------------------------------
+ * Each command describes its options once, in cli_option tables; getopt's
+ * table and the --help text are both made from them, so --help cannot
+ * leave out an option the command takes (tests/unit/test_cli_help.c). */
+
+typedef struct {
+	const char *name; /* long name without "--"; NULL ends a table */
+	const char *arg;  /* the argument's placeholder ("SEC"); NULL: a flag */
+	int val;	  /* what getopt_long returns; when it is a letter of
+			     the command's `shortopts`, -LETTER works too */
+	const char *help; /* one line */
+} cli_option;
+
+#define CLI_MAX_OPTIONS 40
+#define CLI_MAX_TABLES 6
+
+typedef struct {
+	const char *name;      /* "exec" */
+	cli_cmd_fn fn;	       /* NULL for a table that only parses */
+	const char *synopsis;  /* what follows "hutch NAME" in the usage */
+	const char *about;     /* one line for `hutch --help` */
+	const char *shortopts; /* getopt_long's; "h" at least */
+	const cli_option *opts[CLI_MAX_TABLES]; /* its tables; NULL ends */
+} cli_command;
+
+/* Every command, in the order `hutch --help` lists them. */
+extern const cli_command *const cli_commands[];
+extern const size_t cli_command_count;
+
+/* getopt_long's table for `c`: every option of its tables once (by name),
+ * then --help ('h') and the terminator.  `out` holds CLI_MAX_OPTIONS + 2
+ * entries.  Returns how many options were written. */
+size_t cli_long_options(const cli_command *c, struct option *out);
+/* getopt_long over the options of `c`; `lo` is cli_long_options's. */
+int cli_next_option(const cli_command *c, const struct option *lo, int argc,
+		    char **argv);
+/* The option of `c` that getopt_long returns `val` for, or NULL. */
+const cli_option *cli_command_option(const cli_command *c, int val);
+/* The usage line and every option with its help (--help). */
+void cli_help(const cli_command *c, FILE *f);
+/* "hutch: usage: hutch NAME SYNOPSIS" on stderr, for a wrong command line. */
+void cli_usage_error(const cli_command *c);
+
+/* --- cancelling on a signal ---------------------------------------------
+ * SIGINT, SIGTERM and SIGHUP raise one hutch_cancel, so that the library
+ * stops what runs in the container (kills the command, stops a copy)
+ * before hutch exits, instead of leaving it running.  `sa_flags` are the
+ * handlers' (0, or SA_RESETHAND | SA_RESTART where a second signal must
+ * end hutch at once).  One at a time per process.  -1 with `*err` set. */
+int cli_cancel_begin(hutch_cancel **out, int sa_flags, hutch_error **err);
+/* The signal that raised it, or 0. */
+int cli_cancel_signal(void);
+/* Put the handlers back as they were, then free the cancel object. */
+void cli_cancel_end(void);
+
+/* --- JSON ------------------------------------------------------------------ */
+
+struct json_object;
+/* Print `o` on stdout as one plain line (no escaped slashes). */
+void cli_print_json(struct json_object *o);
 
 /* Print "hutch: MESSAGE" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -76,28 +139,12 @@ int cli_opt_max_output(const char *arg, size_t *bytes);
 /* Write all of buf to fd; -1 on error. */
 int cli_write_all(int fd, const char *buf, size_t len);
 
-int cmd_exec(cli_globals *g, int argc, char **argv);
-int cmd_sh(cli_globals *g, int argc, char **argv);
-int cmd_up(cli_globals *g, int argc, char **argv);
-int cmd_sessions(cli_globals *g, int argc, char **argv);
-int cmd_rm(cli_globals *g, int argc, char **argv);
-int cmd_doctor(cli_globals *g, int argc, char **argv);
-/* cmd_batch.c */
-int cmd_batch(cli_globals *g, int argc, char **argv);
-/* cmd_gc.c */
-int cmd_gc(cli_globals *g, int argc, char **argv);
-/* cmd_mcp.c */
-int cmd_mcp(cli_globals *g, int argc, char **argv);
-/* cmd_fs.c */
-int cmd_read(cli_globals *g, int argc, char **argv);
-int cmd_write(cli_globals *g, int argc, char **argv);
-int cmd_edit(cli_globals *g, int argc, char **argv);
-int cmd_grep(cli_globals *g, int argc, char **argv);
-int cmd_find(cli_globals *g, int argc, char **argv);
-int cmd_ls(cli_globals *g, int argc, char **argv);
-/* cmd_sync.c */
-int cmd_sync_in(cli_globals *g, int argc, char **argv);
-int cmd_sync_out(cli_globals *g, int argc, char **argv);
+/* The commands, each in its file (cmd_NAME.c); the table is commands.c's. */
+extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
+	cli_cmd_sync_out, cli_cmd_read, cli_cmd_write, cli_cmd_edit,
+	cli_cmd_grep, cli_cmd_find, cli_cmd_ls, cli_cmd_sessions, cli_cmd_rm,
+	cli_cmd_gc, cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;
+
 /* Progress of a sync on stderr when it is a terminal (<= 4 updates/s). */
 typedef struct {
 	const char *what;
@@ -109,5 +156,10 @@ int cli_sync_progress(const hutch_sync_stats *st, void *payload);
 void cli_sync_progress_end(cli_sync_progress_state *ps);
 /* "VERB N files, ..." on stdout. */
 void cli_sync_summary(const char *verb, const hutch_sync_stats *st);
+/* The counts of a copy into the JSON object `o`, in `sync-in --json`'s
+ * order; `all` 0 leaves out hardlinks and archive_bytes, which the "seed"
+ * of `up --json` never had. */
+void cli_sync_stats_json(struct json_object *o, const hutch_sync_stats *st,
+			 int all);
 
 #endif

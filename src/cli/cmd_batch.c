@@ -25,7 +25,6 @@
  * Uses only the public API.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,10 +38,6 @@
 
 #include "cli.h"
 #include "duration.h"
-
-#define USAGE_BATCH                                                                \
-	"usage: hutch batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] " \
-	"[--max-output BYTES] [--image IMG]"
 
 /* Bounds on what an input file can make hutch allocate or start. */
 #define BATCH_MAX_LINE (1024 * 1024) /* bytes of one job line */
@@ -91,17 +86,6 @@ struct batch {
 	pthread_mutex_t out_lock; /* one result line at a time */
 	int out_broken;
 };
-
-/* ---- signals ----------------------------------------------------------- */
-
-static hutch_cancel *interrupt;
-static volatile sig_atomic_t interrupt_signal;
-
-static void on_signal(int sig)
-{
-	interrupt_signal = sig;
-	hutch_cancel_raise(interrupt);
-}
 
 /* ---- input --------------------------------------------------------------- */
 
@@ -200,7 +184,7 @@ struct job {
 	const char *sh_argv[3];
 	const char **env;
 	size_t env_count;
-	char *workdir;
+	const char *workdir; /* borrowed from doc */
 	const char *seed;
 	uint64_t timeout_ms;
 	hutch_engine *engine; /* its session's (borrowed from the fleet) */
@@ -213,7 +197,6 @@ static void job_free(struct job *j)
 	if (j->argv != j->sh_argv)
 		free(j->argv);
 	free(j->env);
-	free(j->workdir);
 }
 
 static int job_fail(struct job *j, const char *fmt, ...)
@@ -258,14 +241,14 @@ static int string_array(struct job *j, json_object *arr, const char *key,
 	return 0;
 }
 
-static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
+/* The line as one JSON object with known keys only, into j->doc. */
+static int parse_doc(struct job *j, const char *line)
 {
 	struct json_tokener *tok;
 	json_object *v;
 	enum json_tokener_error jerr;
 	size_t len = strlen(line);
 
-	j->timeout_ms = default_timeout;
 	tok = json_tokener_new();
 	if (!tok)
 		return job_fail(j, "out of memory");
@@ -301,6 +284,14 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 				"timeout, seed, env, workdir, id)",
 				key);
 	}
+	return 0;
+}
+
+/* "session" and "command". */
+static int parse_command(struct job *j)
+{
+	json_object *v;
+
 	if (!json_object_object_get_ex(j->doc, "session", &v) ||
 	    !json_object_is_type(v, json_type_string))
 		return job_fail(j, "\"session\" (a string) is missing");
@@ -330,6 +321,14 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 		if (j->argc == 0)
 			return job_fail(j, "\"command\" is empty");
 	}
+	return 0;
+}
+
+/* "timeout", "env" and "workdir". */
+static int parse_settings(struct job *j)
+{
+	json_object *v;
+
 	if (json_object_object_get_ex(j->doc, "timeout", &v)) {
 		double d;
 
@@ -352,20 +351,21 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 					j->env[i]);
 	}
 	if (json_object_object_get_ex(j->doc, "workdir", &v)) {
-		const char *w;
-
 		if (!json_object_is_type(v, json_type_string) ||
 		    !*json_object_get_string(v))
 			return job_fail(
 				j, "\"workdir\" must be a non-empty string");
-		w = json_object_get_string(v);
-		if (w[0] == '/')
-			j->workdir = strdup(w);
-		else if (asprintf(&j->workdir, "/workspace/%s", w) < 0)
-			j->workdir = NULL;
-		if (!j->workdir)
-			return job_fail(j, "out of memory");
+		/* Relative is under /workspace: the library resolves it. */
+		j->workdir = json_object_get_string(v);
 	}
+	return 0;
+}
+
+/* "seed": a host directory that exists. */
+static int parse_seed(struct job *j)
+{
+	json_object *v;
+
 	if (json_object_object_get_ex(j->doc, "seed", &v)) {
 		struct stat st;
 
@@ -381,6 +381,15 @@ static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
 				j, "seed directory '%.200s': not a directory",
 				j->seed);
 	}
+	return 0;
+}
+
+static int parse_job(struct job *j, const char *line, uint64_t default_timeout)
+{
+	j->timeout_ms = default_timeout;
+	if (parse_doc(j, line) < 0 || parse_command(j) < 0 ||
+	    parse_settings(j) < 0 || parse_seed(j) < 0)
+		return -1;
 	return 0;
 }
 
@@ -513,6 +522,17 @@ static void emit(struct batch *b, const char *text, size_t len)
 	pthread_mutex_unlock(&b->out_lock);
 }
 
+/* One result line; takes over `o`. */
+static void emit_json(struct batch *b, json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s)
+		emit(b, s, strlen(s));
+	json_object_put(o);
+}
+
 static void count(struct batch *b, unsigned long *which)
 {
 	pthread_mutex_lock(&b->lock);
@@ -525,7 +545,6 @@ static void count(struct batch *b, unsigned long *which)
 static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 {
 	json_object *o = json_object_new_object();
-	const char *s;
 
 	count(b, &b->errors);
 	if (!o)
@@ -541,44 +560,51 @@ static void emit_error(struct batch *b, struct job *j, uint64_t ms)
 	json_object_object_add(o, "error", json_object_new_string(j->error));
 	json_object_object_add(o, "duration_ms",
 			       json_object_new_int64((int64_t)ms));
-	s = json_object_to_json_string_ext(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s)
-		emit(b, s, strlen(s));
-	json_object_put(o);
+	emit_json(b, o);
 }
 
 /* The exec result as `hutch exec --json` prints it, with "line" and "id"
- * in front. */
+ * in front; NULL when it cannot be made (j->error says why). */
+static json_object *result_json(struct job *j, const hutch_exec_result *res)
+{
+	hutch_error *err = NULL;
+	json_object *r, *o;
+	char *json = NULL;
+
+	if (hutch_exec_result_to_json(&json, res, j->session, j->argv, j->argc,
+				      &err) < 0) {
+		job_fail(j, "%s", hutch_error_message(err));
+		hutch_error_free(err);
+		return NULL;
+	}
+	r = json_tokener_parse(json);
+	free(json);
+	o = json_object_new_object();
+	if (!r || !o || !json_object_is_type(r, json_type_object)) {
+		job_fail(j, "cannot render the result");
+		json_object_put(r);
+		json_object_put(o);
+		return NULL;
+	}
+	json_object_object_add(o, "line",
+			       json_object_new_int64((int64_t)j->line));
+	json_object_object_add(o, "id", j->id ? json_object_get(j->id) : NULL);
+	json_object_object_foreach(r, key, val)
+		json_object_object_add(o, key, json_object_get(val));
+	json_object_put(r);
+	return o;
+}
+
 static void emit_result(struct batch *b, struct job *j,
 			const hutch_exec_result *res)
 {
-	hutch_error *err = NULL;
-	char *json = NULL, *line = NULL;
-	const char *id;
-	int n;
+	json_object *o = result_json(j, res);
 
-	if (hutch_exec_result_to_json(&json, res, j->session, j->argv, j->argc,
-				      &err) < 0 ||
-	    json[0] != '{') {
-		job_fail(j, "%s",
-			 err ? hutch_error_message(err) :
-			       "cannot render the result");
-		hutch_error_free(err);
-		free(json);
+	if (!o) {
 		emit_error(b, j, hutch_exec_result_duration_ms(res));
 		return;
 	}
-	id = j->id ? json_object_to_json_string_ext(
-			     j->id, JSON_C_TO_STRING_PLAIN |
-					    JSON_C_TO_STRING_NOSLASHESCAPE) :
-		     "null";
-	n = asprintf(&line, "{\"line\":%lu,\"id\":%s,%s", j->line,
-		     id ? id : "null", json + 1);
-	if (n > 0)
-		emit(b, line, (size_t)n);
-	free(line);
-	free(json);
+	emit_json(b, o);
 	switch (hutch_exec_result_status(res)) {
 	case HUTCH_EXEC_OK:
 		count(b, hutch_exec_result_exit_code(res) == 0 ? &b->ok :
@@ -751,111 +777,81 @@ static void remove_created(struct batch *b, size_t parallel, size_t *removed,
 
 /* ---- the command ------------------------------------------------------------- */
 
-int cmd_batch(cli_globals *g, int argc, char **argv)
+static int cmd_batch(cli_globals *g, int argc, char **argv);
+
+static const cli_option batch_options[] = {
+	{ "parallel", "N", 'p', "run N jobs at once (default 8, at most 256)" },
+	{ "keep", NULL, 'k', "keep the sessions the batch created" },
+	{ "timeout", "SEC", 't',
+	  "a job's timeout when its line gives none (default 120; 0: none)" },
+	{ "max-output", "BYTES", 'm',
+	  "keep at most BYTES of each stream of a job (default 64k)" },
+	{ "image", "IMG", 'i', "the image of the sessions the batch creates" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_batch = {
+	.name = "batch",
+	.fn = cmd_batch,
+	.synopsis = "FILE.jsonl|- [options]",
+	.about = "run the jobs of a JSON-lines file, N at a time",
+	.shortopts = "hp:",
+	.opts = { batch_options },
+};
+
+/* One option of batch: 0, 1 after --help, -1 with the error said. */
+static int batch_option(struct batch *b, size_t *parallel, int c,
+			const char *arg)
 {
-	static const struct option opts[] = {
-		{ "parallel", required_argument, NULL, 'p' },
-		{ "keep", no_argument, NULL, 'k' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "max-output", required_argument, NULL, 'm' },
-		{ "image", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct batch b;
-	struct sigaction sa;
-	hutch_error *err = NULL;
-	pthread_t *threads = NULL;
-	size_t parallel = BATCH_DEFAULT_PARALLEL, started = 0, removed = 0,
-	       rmfailed = 0, created = 0;
-	size_t up = 0;
-	unsigned long long t0;
-	const char *file;
-	int c, rc = EXIT_HUTCH_FAILED;
 	int64_t v;
 	char *end;
 
-	memset(&b, 0, sizeof(b));
-	b.timeout_ms = HUTCH_EXEC_DEFAULT_TIMEOUT_MS;
-	b.max_output = BATCH_DEFAULT_MAX_OUTPUT;
-	pthread_mutex_init(&b.lock, NULL);
-	pthread_mutex_init(&b.out_lock, NULL);
-	pthread_cond_init(&b.cond, NULL);
-
-	while ((c = getopt_long(argc, argv, "hp:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			errno = 0;
-			v = strtoll(optarg, &end, 10);
-			if (errno || *end || v < 1 || v > BATCH_MAX_PARALLEL) {
-				cli_error("invalid --parallel '%s': 1 to %d",
-					  optarg, BATCH_MAX_PARALLEL);
-				goto out;
-			}
-			parallel = (size_t)v;
-			break;
-		case 'k':
-			b.keep = 1;
-			break;
-		case 't':
-			if (cli_opt_timeout(optarg, &b.timeout_ms) < 0)
-				goto out;
-			break;
-		case 'm':
-			if (cli_opt_max_output(optarg, &b.max_output) < 0)
-				goto out;
-			break;
-		case 'i':
-			b.image = optarg;
-			break;
-		case 'h':
-			puts(USAGE_BATCH);
-			rc = 0;
-			goto out;
-		default:
-			cli_error(USAGE_BATCH);
-			goto out;
+	switch (c) {
+	case 'p':
+		errno = 0;
+		v = strtoll(arg, &end, 10);
+		if (errno || *end || v < 1 || v > BATCH_MAX_PARALLEL) {
+			cli_error("invalid --parallel '%s': 1 to %d", arg,
+				  BATCH_MAX_PARALLEL);
+			return -1;
 		}
+		*parallel = (size_t)v;
+		return 0;
+	case 'k':
+		b->keep = 1;
+		return 0;
+	case 't':
+		return cli_opt_timeout(arg, &b->timeout_ms);
+	case 'm':
+		return cli_opt_max_output(arg, &b->max_output);
+	case 'i':
+		b->image = arg;
+		return 0;
+	case 'h':
+		cli_help(&cli_cmd_batch, stdout);
+		return 1;
+	default:
+		cli_usage_error(&cli_cmd_batch);
+		return -1;
 	}
-	if (argc - optind != 1) {
-		cli_error(USAGE_BATCH);
-		goto out;
-	}
-	file = argv[optind];
-	b.in = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
-	if (!b.in) {
-		cli_error("batch file '%s': %s", file, strerror(errno));
-		goto out;
-	}
-	if (hutch_cancel_new(&interrupt, &err) < 0) {
-		rc = cli_fail(err);
-		goto out;
-	}
-	b.cancel = interrupt;
-	/* The first signal kills the running commands and removes what the
-	 * batch made; a second one (SA_RESETHAND) ends hutch at once. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESETHAND | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+}
 
-	if ((rc = cli_fleet(g, &b.fleet)) != 0)
-		goto out;
-	rc = EXIT_HUTCH_FAILED;
-	/* One look before starting: an unreachable engine is one error, not
-	 * one per line.  Of several engines, those that answer get the new
-	 * sessions. */
-	for (size_t i = 0; i < hutch_fleet_size(b.fleet); i++) {
-		hutch_engine *e = hutch_fleet_engine(b.fleet, i);
+/* One look before starting: an unreachable engine is one error, not one
+ * per line.  Of several engines, those that answer get the new sessions.
+ * 0, or -1 with the error said. */
+static int batch_engines_up(struct batch *b)
+{
+	hutch_error *err = NULL;
+	size_t up = 0;
+
+	for (size_t i = 0; i < hutch_fleet_size(b->fleet); i++) {
+		hutch_engine *e = hutch_fleet_engine(b->fleet, i);
 
 		if (hutch_engine_ping(e, &err) == 0) {
 			up++;
-		} else if (hutch_fleet_size(b.fleet) == 1) {
-			rc = cli_fail(err);
-			goto out;
+		} else if (hutch_fleet_size(b->fleet) == 1) {
+			cli_fail(err);
+			return -1;
 		} else {
 			cli_error("batch: warning: %s: %s", hutch_engine_url(e),
 				  hutch_error_message(err));
@@ -865,76 +861,141 @@ int cmd_batch(cli_globals *g, int argc, char **argv)
 	}
 	if (up == 0) {
 		cli_error("batch: none of the %zu engines answers",
-			  hutch_fleet_size(b.fleet));
-		goto out;
+			  hutch_fleet_size(b->fleet));
+		return -1;
 	}
+	return 0;
+}
 
-	t0 = now_ms();
-	threads = calloc(parallel, sizeof(*threads));
-	if (threads)
-		started = start_threads(threads, parallel, worker, &b);
+/* Run the workers until the input ends; 0, or -1 (said) when none could
+ * start. */
+static int batch_run(struct batch *b, size_t parallel)
+{
+	pthread_t *threads = calloc(parallel, sizeof(*threads));
+	size_t started = threads ? start_threads(threads, parallel, worker, b) :
+				   0;
+
 	if (started == 0) {
 		cli_error("batch: cannot start worker threads: %s",
 			  strerror(errno));
-		goto out;
+		free(threads);
+		return -1;
 	}
 	for (size_t i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
+	free(threads);
+	return 0;
+}
 
-	for (struct sess *s = b.sessions; s; s = s->next)
+/* After the jobs: remove what the batch made (unless --keep), say what
+ * happened on stderr, and return hutch's exit status. */
+static int batch_finish(struct batch *b, size_t parallel, const char *file,
+			unsigned long long t0)
+{
+	size_t created = 0, removed = 0, rmfailed = 0;
+	int sig = cli_cancel_signal();
+
+	for (struct sess *s = b->sessions; s; s = s->next)
 		created += (size_t)s->created;
-	if (interrupt_signal)
+	if (sig)
 		cli_error("batch: interrupted: running commands were killed%s",
-			  b.keep || !created ?
+			  b->keep || !created ?
 				  "" :
 				  "; removing the sessions it created "
 				  "(interrupt again to leave them)");
-	if (!b.keep && created)
-		remove_created(&b, parallel, &removed, &rmfailed);
-	if (b.read_error)
-		cli_error("batch file '%s': %s", file, strerror(b.read_error));
+	if (!b->keep && created)
+		remove_created(b, parallel, &removed, &rmfailed);
+	if (b->read_error)
+		cli_error("batch file '%s': %s", file, strerror(b->read_error));
 	fprintf(stderr,
 		"hutch: batch: %lu job%s in %.1f s: %lu ok, %lu non-zero exit, "
 		"%lu timed out, %lu sandbox lost, %lu cancelled, %lu error%s; "
 		"%zu session%s created, %zu removed%s\n",
-		b.jobs, b.jobs == 1 ? "" : "s",
-		(double)(now_ms() - t0) / 1000.0, b.ok, b.nonzero, b.timeouts,
-		b.lost, b.cancelled, b.errors, b.errors == 1 ? "" : "s",
-		created, created == 1 ? "" : "s", removed,
-		b.keep	 ? " (--keep)" :
+		b->jobs, b->jobs == 1 ? "" : "s",
+		(double)(now_ms() - t0) / 1000.0, b->ok, b->nonzero,
+		b->timeouts, b->lost, b->cancelled, b->errors,
+		b->errors == 1 ? "" : "s", created, created == 1 ? "" : "s",
+		removed,
+		b->keep	 ? " (--keep)" :
 		rmfailed ? ", some could not be removed" :
 			   "");
-	if (interrupt_signal)
-		rc = 128 + interrupt_signal;
-	else if (b.out_broken)
-		rc = EXIT_HUTCH_FAILED;
-	else if (b.read_error || rmfailed)
-		rc = EXIT_HUTCH_FAILED;
-	else
-		rc = b.ok == b.jobs ? 0 : 1;
-out:
-	free(threads);
-	if (b.in && b.in != stdin)
-		fclose(b.in);
-	while (b.sessions) {
-		struct sess *s = b.sessions;
+	if (sig)
+		return 128 + sig;
+	if (b->out_broken || b->read_error || rmfailed)
+		return EXIT_HUTCH_FAILED;
+	return b->ok == b->jobs ? 0 : 1;
+}
 
-		b.sessions = s->next;
+static void batch_free(struct batch *b)
+{
+	if (b->in && b->in != stdin)
+		fclose(b->in);
+	while (b->sessions) {
+		struct sess *s = b->sessions;
+
+		b->sessions = s->next;
 		free(s->name);
 		free(s->seed);
 		free(s->error);
 		free(s);
 	}
-	hutch_fleet_free(b.fleet);
-	{
-		/* A signal may still come: unhook before freeing. */
-		hutch_cancel *cancel = interrupt;
+	hutch_fleet_free(b->fleet);
+	cli_cancel_end();
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+	pthread_mutex_destroy(&b->out_lock);
+}
 
-		interrupt = NULL;
-		hutch_cancel_free(cancel);
+static int cmd_batch(cli_globals *g, int argc, char **argv)
+{
+	struct option lo[CLI_MAX_OPTIONS + 2];
+	struct batch b;
+	hutch_error *err = NULL;
+	size_t parallel = BATCH_DEFAULT_PARALLEL;
+	unsigned long long t0;
+	const char *file;
+	int c, r, rc = EXIT_HUTCH_FAILED;
+
+	memset(&b, 0, sizeof(b));
+	b.timeout_ms = HUTCH_EXEC_DEFAULT_TIMEOUT_MS;
+	b.max_output = BATCH_DEFAULT_MAX_OUTPUT;
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_mutex_init(&b.out_lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+
+	cli_long_options(&cli_cmd_batch, lo);
+	while ((c = cli_next_option(&cli_cmd_batch, lo, argc, argv)) != -1) {
+		if ((r = batch_option(&b, &parallel, c, optarg)) != 0) {
+			rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
+			goto out;
+		}
 	}
-	pthread_cond_destroy(&b.cond);
-	pthread_mutex_destroy(&b.lock);
-	pthread_mutex_destroy(&b.out_lock);
+	if (argc - optind != 1) {
+		cli_usage_error(&cli_cmd_batch);
+		goto out;
+	}
+	file = argv[optind];
+	b.in = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
+	if (!b.in) {
+		cli_error("batch file '%s': %s", file, strerror(errno));
+		goto out;
+	}
+	/* The first signal kills the running commands and removes what the
+	 * batch made; a second one (SA_RESETHAND) ends hutch at once. */
+	if (cli_cancel_begin(&b.cancel, SA_RESETHAND | SA_RESTART, &err) < 0) {
+		rc = cli_fail(err);
+		goto out;
+	}
+	if ((rc = cli_fleet(g, &b.fleet)) != 0)
+		goto out;
+	rc = EXIT_HUTCH_FAILED;
+	if (batch_engines_up(&b) < 0)
+		goto out;
+	t0 = now_ms();
+	if (batch_run(&b, parallel) < 0)
+		goto out;
+	rc = batch_finish(&b, parallel, file, t0);
+out:
+	batch_free(&b);
 	return rc;
 }

@@ -1,7 +1,6 @@
 /*
  * cmd_doctor.c - hutch doctor: which engine, and is everything in place
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,110 @@ static long api_num(const char *v)
 	if (*end == '.')
 		minor = strtol(end + 1, &end, 10);
 	return major * 1000 + minor;
+}
+
+/* What the engine says of itself, and whether hutch can speak to it. */
+static void engine_facts(json_object *report, json_object *problems,
+			 hutch_engine *engine, const hutch_engine_info *info)
+{
+	/* The URL may have moved on to a later socket during discovery. */
+	json_object_object_add(
+		report, "engine_url",
+		json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(report, "engine",
+			       json_object_new_string(info->name));
+	json_object_object_add(
+		report, "engine_version",
+		json_object_new_string(info->version ? info->version : "?"));
+	json_object_object_add(
+		report, "engine_api_version",
+		json_object_new_string(info->api_version ? info->api_version :
+							   "?"));
+	json_object_object_add(
+		report, "engine_min_api_version",
+		info->min_api_version ?
+			json_object_new_string(info->min_api_version) :
+			NULL);
+	json_object_object_add(
+		report, "api_version",
+		json_object_new_string(hutch_engine_api_version(engine)));
+	json_object_object_add(report, "platform",
+			       json_object_new_string(info->arch ? info->arch :
+								   "?"));
+	if (info->api_version &&
+	    api_num(info->api_version) <
+		    api_num(hutch_engine_api_version(engine))) {
+		char msg[256];
+
+		snprintf(
+			msg, sizeof(msg),
+			"the engine speaks API %s, older than the %s hutch uses: "
+			"some calls may fail",
+			info->api_version, hutch_engine_api_version(engine));
+		json_object_array_add(problems, json_object_new_string(msg));
+	}
+}
+
+/* Whether the image is on the engine: 1, 0, or -1 when that cannot be
+ * known (each said in `problems`). */
+static int image_check(json_object *report, json_object *problems,
+		       hutch_engine *engine, const char *image)
+{
+	hutch_error *err = NULL;
+	int have_image;
+
+	have_image = hutch_engine_image_exists(engine, image, &err);
+	if (have_image < 0) {
+		json_object_array_add(
+			problems,
+			json_object_new_string(hutch_error_message(err)));
+		hutch_error_free(err);
+	} else if (!have_image) {
+		char msg[512];
+
+		snprintf(
+			msg, sizeof(msg),
+			"image '%s' is not on the engine: build it with "
+			"images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is",
+			image);
+		json_object_array_add(problems, json_object_new_string(msg));
+	}
+	json_object_object_add(
+		report, "image_present",
+		have_image < 0 ? NULL : json_object_new_boolean(have_image));
+	return have_image;
+}
+
+/* The report for a person. */
+static void print_report(json_object *report, json_object *problems,
+			 hutch_engine *engine, const hutch_engine_info *info,
+			 const char *image, int have_image)
+{
+	json_object *v;
+
+	printf("hutch          %s\n", hutch_version());
+	if (json_object_object_get_ex(report, "engine_url", &v))
+		printf("engine URL     %s (from %s%s)\n",
+		       json_object_get_string(v), hutch_engine_source(engine),
+		       hutch_engine_tls(engine) ? ", TLS" : "");
+	if (info) {
+		printf("engine         %s %s, API %s (min %s), %s/%s\n",
+		       info->name, info->version ? info->version : "?",
+		       info->api_version ? info->api_version : "?",
+		       info->min_api_version ? info->min_api_version : "?",
+		       info->os ? info->os : "?",
+		       info->arch ? info->arch : "?");
+		printf("API in use     %s\n", hutch_engine_api_version(engine));
+	}
+	if (have_image >= 0)
+		printf("image          %s: %s\n", image,
+		       have_image ? "present" : "missing");
+	for (size_t i = 0; i < json_object_array_length(problems); i++)
+		printf("problem        %s\n",
+		       json_object_get_string(
+			       json_object_array_get_idx(problems, i)));
+	printf("status         %s\n",
+	       json_object_array_length(problems) ? "NOT OK" : "ok");
 }
 
 /* Check one engine (NULL: it could not be opened, `open_err` says why) and
@@ -65,100 +168,17 @@ static int doctor_one(hutch_engine *engine, hutch_error *open_err,
 		hutch_error_free(err);
 		goto report;
 	}
-	/* The URL may have moved on to a later socket during discovery. */
-	json_object_object_add(
-		report, "engine_url",
-		json_object_new_string(hutch_engine_url(engine)));
-	json_object_object_add(report, "engine",
-			       json_object_new_string(info->name));
-	json_object_object_add(
-		report, "engine_version",
-		json_object_new_string(info->version ? info->version : "?"));
-	json_object_object_add(
-		report, "engine_api_version",
-		json_object_new_string(info->api_version ? info->api_version :
-							   "?"));
-	json_object_object_add(
-		report, "engine_min_api_version",
-		info->min_api_version ?
-			json_object_new_string(info->min_api_version) :
-			NULL);
-	json_object_object_add(
-		report, "api_version",
-		json_object_new_string(hutch_engine_api_version(engine)));
-	json_object_object_add(report, "platform",
-			       json_object_new_string(info->arch ? info->arch :
-								   "?"));
-	if (info->api_version &&
-	    api_num(info->api_version) <
-		    api_num(hutch_engine_api_version(engine))) {
-		char msg[256];
-
-		snprintf(
-			msg, sizeof(msg),
-			"the engine speaks API %s, older than the %s hutch uses: "
-			"some calls may fail",
-			info->api_version, hutch_engine_api_version(engine));
-		json_object_array_add(problems, json_object_new_string(msg));
-	}
-	have_image = hutch_engine_image_exists(engine, image, &err);
-	if (have_image < 0) {
-		json_object_array_add(
-			problems,
-			json_object_new_string(hutch_error_message(err)));
-		hutch_error_free(err);
-	} else if (!have_image) {
-		char msg[512];
-
-		snprintf(
-			msg, sizeof(msg),
-			"image '%s' is not on the engine: build it with "
-			"images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is",
-			image);
-		json_object_array_add(problems, json_object_new_string(msg));
-	}
-	json_object_object_add(
-		report, "image_present",
-		have_image < 0 ? NULL : json_object_new_boolean(have_image));
+	engine_facts(report, problems, engine, info);
+	have_image = image_check(report, problems, engine, image);
 report:
 	json_object_object_add(report, "ok",
 			       json_object_new_boolean(json_object_array_length(
 							       problems) == 0));
 	json_object_object_add(report, "problems", json_object_get(problems));
-	if (json) {
-		puts(json_object_to_json_string_ext(
-			report, JSON_C_TO_STRING_PLAIN |
-					JSON_C_TO_STRING_NOSLASHESCAPE));
-	} else {
-		json_object *v;
-
-		printf("hutch          %s\n", hutch_version());
-		if (json_object_object_get_ex(report, "engine_url", &v))
-			printf("engine URL     %s (from %s%s)\n",
-			       json_object_get_string(v),
-			       hutch_engine_source(engine),
-			       hutch_engine_tls(engine) ? ", TLS" : "");
-		if (info) {
-			printf("engine         %s %s, API %s (min %s), %s/%s\n",
-			       info->name, info->version ? info->version : "?",
-			       info->api_version ? info->api_version : "?",
-			       info->min_api_version ? info->min_api_version :
-						       "?",
-			       info->os ? info->os : "?",
-			       info->arch ? info->arch : "?");
-			printf("API in use     %s\n",
-			       hutch_engine_api_version(engine));
-		}
-		if (have_image >= 0)
-			printf("image          %s: %s\n", image,
-			       have_image ? "present" : "missing");
-		for (size_t i = 0; i < json_object_array_length(problems); i++)
-			printf("problem        %s\n",
-			       json_object_get_string(
-				       json_object_array_get_idx(problems, i)));
-		printf("status         %s\n",
-		       json_object_array_length(problems) ? "NOT OK" : "ok");
-	}
+	if (json)
+		cli_print_json(report);
+	else
+		print_report(report, problems, engine, info, image, have_image);
 	c = json_object_array_length(problems) ? 1 : 0;
 	json_object_put(problems);
 	json_object_put(report);
@@ -166,25 +186,38 @@ report:
 	return c;
 }
 
-int cmd_doctor(cli_globals *g, int argc, char **argv)
+static int cmd_doctor(cli_globals *g, int argc, char **argv);
+
+static const cli_option doctor_options[] = {
+	{ "json", NULL, 'j', "print the findings as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_doctor = {
+	.name = "doctor",
+	.fn = cmd_doctor,
+	.synopsis = "[--json]",
+	.about = "check the engines and what hutch needs of them",
+	.shortopts = "h",
+	.opts = { doctor_options },
+};
+
+static int cmd_doctor(cli_globals *g, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_fleet *fleet = NULL;
 	hutch_error *err = NULL;
 	const char *image = getenv("HUTCH_IMAGE");
 	int c, json = 0, bad = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_long_options(&cli_cmd_doctor, lo);
+	while ((c = cli_next_option(&cli_cmd_doctor, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			break;
 		case 'h':
-			puts("usage: hutch doctor [--json]");
+			cli_help(&cli_cmd_doctor, stdout);
 			return 0;
 		default:
 			return EXIT_HUTCH_FAILED;

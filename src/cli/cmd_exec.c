@@ -2,25 +2,14 @@
  * cmd_exec.c - hutch exec and hutch sh
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "cli.h"
-
-/* Raised by SIGINT/SIGTERM/SIGHUP: the command in the container is killed
- * before hutch exits, instead of being left running. */
-static hutch_cancel *interrupt;
-static volatile sig_atomic_t interrupt_signal;
-
-static void on_signal(int sig)
-{
-	interrupt_signal = sig;
-	hutch_cancel_raise(interrupt);
-}
 
 struct stream_state {
 	int broken; /* our stdout or stderr is gone */
@@ -42,252 +31,267 @@ static int on_output(hutch_stream stream, const char *data, size_t len, void *p)
 	return 0;
 }
 
-static void usage_exec(const char *cmd)
+static const cli_option exec_options[] = {
+	{ "timeout", "SEC", 't',
+	  "kill the command after SEC seconds (default 120; 0: never)" },
+	{ "workdir", "DIR", 'w',
+	  "run in DIR (relative: under /workspace; default /workspace)" },
+	{ "env", "K=V", 'e',
+	  "set K for this command (K alone: hutch's own $K)" },
+	{ "secret", "NAME[=@FILE]", 's',
+	  "give $NAME (or FILE's contents) as a secret: redacted from output" },
+	{ "json", NULL, 'j', "print one JSON result instead of the output" },
+	{ "max-output", "BYTES", 'm',
+	  "with --json, keep at most BYTES a stream" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static int cmd_exec(cli_globals *g, int argc, char **argv);
+static int cmd_sh(cli_globals *g, int argc, char **argv);
+
+const cli_command cli_cmd_exec = {
+	.name = "exec",
+	.fn = cmd_exec,
+	.synopsis = "SESSION [options] [--] ARGV...",
+	.about = "run a command in SESSION (made when missing)",
+	.shortopts = "+h",
+	.opts = { exec_options },
+};
+
+const cli_command cli_cmd_sh = {
+	.name = "sh",
+	.fn = cmd_sh,
+	.synopsis = "SESSION [options] 'SHELL COMMAND'",
+	.about = "run a shell command line in SESSION (sh -c)",
+	.shortopts = "+h",
+	.opts = { exec_options },
+};
+
+/* What the command line asks: options before and after SESSION, then the
+ * command. */
+struct exec_args {
+	const cli_command *cmd;
+	hutch_exec_options o;
+	cli_strv env, owned_env, secrets;
+	const char *name, *sh_argv[3];
+	int json;
+};
+
+static void exec_args_free(struct exec_args *a)
 {
-	fprintf(stderr,
-		"usage: hutch %s SESSION [--timeout SEC] [--workdir DIR] [--env K=V]... "
-		"[--secret NAME[=@FILE]]... [--json] [--max-output BYTES] %s\n",
-		cmd,
-		strcmp(cmd, "sh") == 0 ? "'SHELL COMMAND'" : "[--] ARGV...");
+	cli_env_free(&a->env, &a->owned_env);
+	cli_secrets_free(&a->secrets);
 }
 
-static int print_json_error(const char *session, const char *const *argv,
-			    size_t argc, const char *message)
+/* One option; 0, 1 when --help was shown, -1 with the error said. */
+static int exec_option(struct exec_args *a, int c)
 {
-	/* Same shape as a result, so a consumer reads one kind of object. */
-	printf("{\"session\":\"%s\",\"status\":\"error\",\"exit_code\":null,\"error\":",
-	       session);
-	/* The message may quote user input: escape it properly. */
-	{
-		const unsigned char *m = (const unsigned char *)message;
-
-		putchar('"');
-		for (; *m; m++) {
-			if (*m == '"' || *m == '\\')
-				printf("\\%c", *m);
-			else if (*m < 0x20)
-				printf("\\u%04x", *m);
-			else
-				putchar(*m);
-		}
-		putchar('"');
+	switch (c) {
+	case 't':
+		return cli_opt_timeout(optarg, &a->o.timeout_ms);
+	case 'w':
+		/* Relative is under /workspace: the library resolves it. */
+		a->o.workdir = optarg;
+		return 0;
+	case 'e':
+		return cli_env_add(&a->env, &a->owned_env, optarg);
+	case 's':
+		return cli_secret_add(&a->secrets, optarg);
+	case 'j':
+		a->json = 1;
+		return 0;
+	case 'm':
+		return cli_opt_max_output(optarg, &a->o.max_output);
+	case 'h':
+		cli_help(a->cmd, stdout);
+		return 1;
+	default:
+		cli_usage_error(a->cmd);
+		return -1;
 	}
-	(void)argv;
-	(void)argc;
-	printf("}\n");
+}
+
+/* Parse the command line into `a`: 0, 1 after --help, -1 (error said). */
+static int exec_parse(struct exec_args *a, int argc, char **argv)
+{
+	struct option lo[CLI_MAX_OPTIONS + 2];
+	int c, r;
+
+	cli_long_options(a->cmd, lo);
+	/* Options may stand before and after SESSION; what follows SESSION
+	 * and its options (after an optional "--") is the command. */
+	for (int pass = 0; pass < 2; pass++) {
+		while ((c = cli_next_option(a->cmd, lo, argc, argv)) != -1)
+			if ((r = exec_option(a, c)) != 0)
+				return r;
+		if (pass == 0) {
+			if (optind >= argc) {
+				cli_usage_error(a->cmd);
+				return -1;
+			}
+			a->name = argv[optind++];
+		}
+	}
+	if (cli_secrets_from_env(&a->secrets) < 0)
+		return -1;
+	if (optind >= argc) {
+		cli_error("%s: no command given", a->cmd->name);
+		cli_usage_error(a->cmd);
+		return -1;
+	}
+	if (a->cmd == &cli_cmd_sh) {
+		if (argc - optind != 1) {
+			cli_error(
+				"sh takes the shell command as one argument (quote it)");
+			return -1;
+		}
+		a->sh_argv[0] = "sh";
+		a->sh_argv[1] = "-c";
+		a->sh_argv[2] = argv[optind];
+		a->o.argv = a->sh_argv;
+		a->o.argc = 3;
+	} else {
+		a->o.argv = (const char *const *)argv + optind;
+		a->o.argc = (size_t)(argc - optind);
+	}
+	a->o.env = a->env.v;
+	a->o.env_count = a->env.n;
+	return 0;
+}
+
+/* A failure under --json: the shape of a result, so that a consumer reads
+ * one kind of object. */
+static int print_json_error(const char *session, const char *message)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return EXIT_HUTCH_FAILED;
+	json_object_object_add(o, "session", json_object_new_string(session));
+	json_object_object_add(o, "status", json_object_new_string("error"));
+	json_object_object_add(o, "exit_code", NULL);
+	json_object_object_add(o, "error", json_object_new_string(message));
+	cli_print_json(o);
+	json_object_put(o);
 	return EXIT_HUTCH_FAILED;
 }
 
-static int run(cli_globals *g, int argc, char **argv, int shell)
+/* The result on stdout under --json: 0, or -1 when it cannot be written. */
+static int print_json_result(const hutch_exec_result *res,
+			     const struct exec_args *a)
 {
-	static const struct option opts[] = {
-		{ "timeout", required_argument, NULL, 't' },
-		{ "workdir", required_argument, NULL, 'w' },
-		{ "env", required_argument, NULL, 'e' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "max-output", required_argument, NULL, 'm' },
-		{ "secret", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *cmdname = shell ? "sh" : "exec";
-	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 }, secrets = { 0 };
+	hutch_error *err = NULL;
+	char *json = NULL;
+	int rc = 0;
+
+	if (hutch_exec_result_to_json(&json, res, a->name, a->o.argv, a->o.argc,
+				      &err) < 0) {
+		cli_fail(err);
+		return -1;
+	}
+	if (cli_write_all(STDOUT_FILENO, json, strlen(json)) < 0 ||
+	    cli_write_all(STDOUT_FILENO, "\n", 1) < 0)
+		rc = -1;
+	free(json);
+	return rc;
+}
+
+/* hutch's exit status for a command that ran (or was stopped). */
+static int exit_status(const hutch_exec_result *res, const struct exec_args *a,
+		       const struct stream_state *st)
+{
+	int rc;
+
+	switch (hutch_exec_result_status(res)) {
+	case HUTCH_EXEC_OK:
+		rc = hutch_exec_result_exit_code(res);
+		return rc < 0 || rc > 255 ? EXIT_HUTCH_FAILED : rc;
+	case HUTCH_EXEC_TIMEOUT:
+		if (!a->json)
+			cli_error(
+				"timed out after %.3g s: the command and everything it started were killed",
+				(double)a->o.timeout_ms / 1000.0);
+		return EXIT_TIMEOUT;
+	case HUTCH_EXEC_SANDBOX_LOST:
+		if (!a->json)
+			cli_error(
+				"session '%s': the container died while the command ran; "
+				"the command was not run again, the next one gets a new container",
+				a->name);
+		return EXIT_HUTCH_FAILED;
+	case HUTCH_EXEC_CANCELLED:
+		if (!a->json && !st->broken)
+			cli_error(
+				"interrupted: the command and everything it started were killed");
+		if (st->broken)
+			return 128 + SIGPIPE;
+		return cli_cancel_signal() ? 128 + cli_cancel_signal() :
+					     EXIT_HUTCH_FAILED;
+	}
+	return EXIT_HUTCH_FAILED;
+}
+
+static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
+{
+	struct exec_args a = { .cmd = cmd, .o = HUTCH_EXEC_OPTIONS_INIT };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_exec_result *res = NULL;
 	hutch_error *err = NULL;
 	struct stream_state st = { 0 };
-	const char *name = NULL, *sh_argv[3];
-	char *workdir = NULL, *json = NULL;
-	int c, json_out = 0, rc = EXIT_HUTCH_FAILED, pass;
-	struct sigaction sa;
+	int rc = EXIT_HUTCH_FAILED, r;
 
-	/* Options may stand before and after SESSION; what follows SESSION
-	 * and its options (after an optional "--") is the command. */
-	for (pass = 0; pass < 2; pass++) {
-		while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-			switch (c) {
-			case 't':
-				if (cli_opt_timeout(optarg, &o.timeout_ms) < 0)
-					goto out;
-				break;
-			case 'w':
-				free(workdir);
-				workdir = NULL;
-				if (optarg[0] == '/')
-					workdir = strdup(optarg);
-				else if (asprintf(&workdir, "/workspace/%s",
-						  optarg) < 0)
-					workdir = NULL;
-				if (!workdir) {
-					cli_error("out of memory");
-					goto out;
-				}
-				break;
-			case 'e':
-				if (cli_env_add(&env, &owned_env, optarg) < 0)
-					goto out;
-				break;
-			case 's':
-				if (cli_secret_add(&secrets, optarg) < 0)
-					goto out;
-				break;
-			case 'j':
-				json_out = 1;
-				break;
-			case 'm':
-				if (cli_opt_max_output(optarg, &o.max_output) <
-				    0)
-					goto out;
-				break;
-			case 'h':
-				usage_exec(cmdname);
-				rc = 0;
-				goto out;
-			default:
-				usage_exec(cmdname);
-				goto out;
-			}
-		}
-		if (pass == 0) {
-			if (optind >= argc) {
-				usage_exec(cmdname);
-				goto out;
-			}
-			name = argv[optind++];
-		}
-	}
-	if (cli_secrets_from_env(&secrets) < 0)
-		goto out;
-	if (optind >= argc) {
-		cli_error("%s: no command given", cmdname);
-		usage_exec(cmdname);
+	if ((r = exec_parse(&a, argc, argv)) != 0) {
+		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
 		goto out;
 	}
-	if (shell) {
-		if (argc - optind != 1) {
-			cli_error(
-				"sh takes the shell command as one argument (quote it)");
-			goto out;
-		}
-		sh_argv[0] = "sh";
-		sh_argv[1] = "-c";
-		sh_argv[2] = argv[optind];
-		o.argv = sh_argv;
-		o.argc = 3;
+	if (a.json) {
+		a.o.capture = 1;
 	} else {
-		o.argv = (const char *const *)argv + optind;
-		o.argc = (size_t)(argc - optind);
+		a.o.on_output = on_output;
+		a.o.payload = &st;
 	}
-	o.workdir = workdir;
-	o.env = env.v;
-	o.env_count = env.n;
-	if (json_out) {
-		o.capture = 1;
-	} else {
-		o.on_output = on_output;
-		o.payload = &st;
-	}
-
-	if (hutch_cancel_new(&interrupt, &err) < 0) {
+	if (cli_cancel_begin(&a.o.cancel, 0, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	o.cancel = interrupt;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
+	if ((rc = cli_session_engine(g, a.name, HUTCH_FLEET_CREATE, &engine)) !=
 	    0)
 		goto out;
-	if (hutch_session_open(&session, engine, name, NULL, &err) < 0 ||
-	    (secrets.n && hutch_session_set_secrets(session, secrets.v,
-						    secrets.n, &err) < 0) ||
-	    hutch_exec_run(&res, session, &o, &err) < 0) {
-		if (json_out) {
+	if (hutch_session_open(&session, engine, a.name, NULL, &err) < 0 ||
+	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
+						      a.secrets.n, &err) < 0) ||
+	    hutch_exec_run(&res, session, &a.o, &err) < 0) {
+		if (a.json) {
 			rc = print_json_error(
-				hutch_session_name_valid(name) ? name : "",
-				o.argv, o.argc, hutch_error_message(err));
+				hutch_session_name_valid(a.name) ? a.name : "",
+				hutch_error_message(err));
 			hutch_error_free(err);
 		} else {
 			rc = cli_fail(err);
 		}
 		goto out;
 	}
-
-	if (json_out) {
-		if (hutch_exec_result_to_json(&json, res, name, o.argv, o.argc,
-					      &err) < 0) {
-			rc = cli_fail(err);
-			goto out;
-		}
-		if (cli_write_all(STDOUT_FILENO, json, strlen(json)) < 0 ||
-		    cli_write_all(STDOUT_FILENO, "\n", 1) < 0) {
-			rc = EXIT_HUTCH_FAILED;
-			goto out;
-		}
-	}
-	switch (hutch_exec_result_status(res)) {
-	case HUTCH_EXEC_OK:
-		rc = hutch_exec_result_exit_code(res);
-		if (rc < 0 || rc > 255)
-			rc = EXIT_HUTCH_FAILED;
-		break;
-	case HUTCH_EXEC_TIMEOUT:
-		if (!json_out)
-			cli_error(
-				"timed out after %.3g s: the command and everything it started were killed",
-				(double)o.timeout_ms / 1000.0);
-		rc = EXIT_TIMEOUT;
-		break;
-	case HUTCH_EXEC_SANDBOX_LOST:
-		if (!json_out)
-			cli_error(
-				"session '%s': the container died while the command ran; "
-				"the command was not run again, the next one gets a new container",
-				name);
+	if (a.json && print_json_result(res, &a) < 0) {
 		rc = EXIT_HUTCH_FAILED;
-		break;
-	case HUTCH_EXEC_CANCELLED:
-		if (st.broken)
-			rc = 128 + SIGPIPE;
-		else if (interrupt_signal)
-			rc = 128 + interrupt_signal;
-		else
-			rc = EXIT_HUTCH_FAILED;
-		if (!json_out && !st.broken)
-			cli_error(
-				"interrupted: the command and everything it started were killed");
-		break;
+		goto out;
 	}
+	rc = exit_status(res, &a, &st);
 out:
-	free(json);
-	free(workdir);
-	cli_env_free(&env, &owned_env);
-	cli_secrets_free(&secrets);
+	exec_args_free(&a);
 	hutch_exec_result_free(res);
 	hutch_session_free(session);
 	hutch_engine_free(engine);
-	{
-		/* The handler may still fire: unhook before freeing. */
-		hutch_cancel *cancel = interrupt;
-
-		interrupt = NULL;
-		hutch_cancel_free(cancel);
-	}
+	cli_cancel_end();
 	return rc;
 }
 
-int cmd_exec(cli_globals *g, int argc, char **argv)
+static int cmd_exec(cli_globals *g, int argc, char **argv)
 {
-	return run(g, argc, argv, 0);
+	return run(g, &cli_cmd_exec, argc, argv);
 }
 
-int cmd_sh(cli_globals *g, int argc, char **argv)
+static int cmd_sh(cli_globals *g, int argc, char **argv)
 {
-	return run(g, argc, argv, 1);
+	return run(g, &cli_cmd_sh, argc, argv);
 }

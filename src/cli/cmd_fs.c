@@ -6,7 +6,6 @@
  * pattern...); 125 hutch or the engine failed.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,42 +30,130 @@ enum tool {
 	T_LS
 };
 
-static const struct tool_info {
-	const char *name;
-	const char *usage;
-	const char *opts;	/* option letters the tool accepts */
-	int min_args, max_args; /* operands after SESSION */
-} tools[] = {
-	[T_READ] = { "read",
-		     "read SESSION PATH [--offset LINE] [--limit N] [--max-bytes BYTES]",
-		     "olb", 1, 1 },
-	[T_WRITE] = { "write",
-		      "write SESSION PATH [--content TEXT]   (else stdin)", "c",
-		      1, 1 },
-	[T_EDIT] = { "edit", "edit SESSION PATH --old TEXT --new TEXT [--all]",
-		     "ONa", 1, 1 },
-	[T_GREP] = { "grep",
-		     "grep SESSION PATTERN [PATH] [--include GLOB]... [-i] [--max N]",
-		     "Iim", 1, 2 },
-	[T_FIND] = { "find", "find SESSION GLOB [PATH] [--type f|d] [--max N]",
-		     "Tm", 1, 2 },
-	[T_LS] = { "ls", "ls SESSION [PATH] [--max N]", "m", 0, 1 },
+static const cli_option common_options[] = {
+	{ "json", NULL, 'j', "print the result (or the error) as JSON" },
+	{ "timeout", "SEC", 't', "give up after SEC seconds" },
+	{ "secret", "NAME[=@FILE]", 's',
+	  "give $NAME (or FILE's contents) as a secret: redacted from results" },
+	{ NULL, NULL, 0, NULL },
 };
 
-static hutch_cancel *interrupt;
+static const cli_option read_options[] = {
+	{ "offset", "LINE", 'o', "start at line LINE (1 is the first)" },
+	{ "limit", "N", 'l', "show at most N lines" },
+	{ "max-bytes", "BYTES", 'b', "show at most BYTES" },
+	{ NULL, NULL, 0, NULL },
+};
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	hutch_cancel_raise(interrupt);
-}
+static const cli_option write_options[] = {
+	{ "content", "TEXT", 'c', "write TEXT (else what stdin gives)" },
+	{ NULL, NULL, 0, NULL },
+};
 
-static void usage(enum tool t)
-{
-	fprintf(stderr,
-		"usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
-		tools[t].usage);
-}
+static const cli_option edit_options[] = {
+	{ "old", "TEXT", 'O', "the text to replace (needed)" },
+	{ "new", "TEXT", 'N', "what replaces it (needed)" },
+	{ "all", NULL, 'a', "replace every match, not a unique one" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const cli_option grep_options[] = {
+	{ "include", "GLOB", 'I', "only files whose name GLOB matches" },
+	{ "ignore-case", NULL, 'i', "match without regard to case" },
+	{ "max", "N", 'm', "stop after N matches" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const cli_option find_options[] = {
+	{ "type", "f|d", 'T', "only files (f) or directories (d)" },
+	{ "max", "N", 'm', "stop after N entries" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const cli_option ls_options[] = {
+	{ "max", "N", 'm', "stop after N entries" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static int cmd_read(cli_globals *g, int argc, char **argv);
+static int cmd_write(cli_globals *g, int argc, char **argv);
+static int cmd_edit(cli_globals *g, int argc, char **argv);
+static int cmd_grep(cli_globals *g, int argc, char **argv);
+static int cmd_find(cli_globals *g, int argc, char **argv);
+static int cmd_ls(cli_globals *g, int argc, char **argv);
+
+const cli_command cli_cmd_read = {
+	.name = "read",
+	.fn = cmd_read,
+	.synopsis = "SESSION PATH [options]",
+	.about = "print a text file of the workspace",
+	.shortopts = "h",
+	.opts = { read_options, common_options },
+};
+const cli_command cli_cmd_write = {
+	.name = "write",
+	.fn = cmd_write,
+	.synopsis = "SESSION PATH [options]",
+	.about = "write a file of the workspace (stdin without --content)",
+	.shortopts = "h",
+	.opts = { write_options, common_options },
+};
+const cli_command cli_cmd_edit = {
+	.name = "edit",
+	.fn = cmd_edit,
+	.synopsis = "SESSION PATH --old TEXT --new TEXT [options]",
+	.about = "replace text in a file of the workspace",
+	.shortopts = "h",
+	.opts = { edit_options, common_options },
+};
+const cli_command cli_cmd_grep = {
+	.name = "grep",
+	.fn = cmd_grep,
+	.synopsis = "SESSION PATTERN [PATH] [options]",
+	.about = "search the workspace's files for a regular expression",
+	.shortopts = "hi",
+	.opts = { grep_options, common_options },
+};
+const cli_command cli_cmd_find = {
+	.name = "find",
+	.fn = cmd_find,
+	.synopsis = "SESSION GLOB [PATH] [options]",
+	.about = "find files of the workspace by name",
+	.shortopts = "h",
+	.opts = { find_options, common_options },
+};
+const cli_command cli_cmd_ls = {
+	.name = "ls",
+	.fn = cmd_ls,
+	.synopsis = "SESSION [PATH] [options]",
+	.about = "list a directory of the workspace",
+	.shortopts = "h",
+	.opts = { ls_options, common_options },
+};
+
+/* Every tool's options, for parsing: an option of another tool is then
+ * refused by name ("does not apply") rather than as unknown. */
+static const cli_command any_tool = {
+	.name = "fs",
+	.fn = NULL,
+	.synopsis = "",
+	.about = NULL,
+	.shortopts = "hi",
+	.opts = { read_options, write_options, edit_options, grep_options,
+		  find_options, common_options },
+};
+
+static const struct tool_info {
+	const cli_command *cmd;
+	int min_args, max_args; /* operands after SESSION */
+} tools[] = {
+	[T_READ] = { &cli_cmd_read, 1, 1 },
+	[T_WRITE] = { &cli_cmd_write, 1, 1 },
+	[T_EDIT] = { &cli_cmd_edit, 1, 1 },
+	[T_GREP] = { &cli_cmd_grep, 1, 2 },
+	[T_FIND] = { &cli_cmd_find, 1, 2 },
+	[T_LS] = { &cli_cmd_ls, 0, 1 },
+};
 
 /* Short names for --json errors, stable for scripts and agents. */
 static const char *code_token(int code)
@@ -123,10 +210,7 @@ static int fail(hutch_error *err, int json)
 			json_object_object_add(e, "detail",
 					       json_object_new_string(detail));
 		json_object_object_add(o, "error", e);
-		printf("%s\n",
-		       json_object_to_json_string_ext(
-			       o, JSON_C_TO_STRING_PLAIN |
-					  JSON_C_TO_STRING_NOSLASHESCAPE));
+		cli_print_json(o);
 		json_object_put(o);
 	} else {
 		cli_error("%s", hutch_error_message(err));
@@ -262,210 +346,213 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 			cli_error(
 				"%s: stopped after %zu entries; narrow the search or "
 				"raise --max",
-				tools[t].name, n);
+				tools[t].cmd->name, n);
 		return t == T_GREP && n == 0 ? EXIT_NOMATCH : 0;
 	}
 	return 0;
 }
 
+/* What the command line asks of a tool. */
+struct fs_args {
+	enum tool t;
+	hutch_fs_options o;
+	cli_strv include, secrets;
+	const char *content, *old_text, *new_text;
+	size_t content_len;
+	char *stdin_buf, **args; /* args[0] is SESSION */
+	int nargs;		 /* operands after SESSION */
+	int json;
+};
+
+static void fs_args_free(struct fs_args *a)
+{
+	cli_strv_free(&a->include);
+	cli_secrets_free(&a->secrets);
+	free(a->stdin_buf);
+}
+
+/* --offset, --limit, --max and --max-bytes: 0, or -1 with the error said. */
+static int fs_count(struct fs_args *a, int c, const char *arg)
+{
+	int64_t v = cli_parse_size(arg);
+
+	if (v <= 0 || (c != 'b' && strspn(arg, "0123456789") != strlen(arg))) {
+		cli_error("invalid --%s '%s': a positive number",
+			  c == 'o' ? "offset" :
+			  c == 'l' ? "limit" :
+			  c == 'm' ? "max" :
+				     "max-bytes",
+			  arg);
+		return -1;
+	}
+	if (c == 'o')
+		a->o.offset = (uint64_t)v;
+	else if (c == 'l')
+		a->o.limit = (uint64_t)v;
+	else if (c == 'm')
+		a->o.max = (uint64_t)v;
+	else
+		a->o.max_bytes = (uint64_t)v;
+	return 0;
+}
+
+/* One option, known to apply to the tool: 0, 1 after --help, -1 (said). */
+static int fs_option(struct fs_args *a, int c, const char *arg)
+{
+	int64_t v;
+
+	switch (c) {
+	case 'h':
+		cli_help(tools[a->t].cmd, stdout);
+		return 1;
+	case 'j':
+		a->json = 1;
+		return 0;
+	case 's':
+		return cli_secret_add(&a->secrets, arg);
+	case 't':
+		v = cli_parse_seconds(arg);
+		if (v <= 0) {
+			cli_error("invalid --timeout '%s': seconds", arg);
+			return -1;
+		}
+		a->o.timeout_ms = (uint64_t)v;
+		return 0;
+	case 'o':
+	case 'l':
+	case 'm':
+	case 'b':
+		return fs_count(a, c, arg);
+	case 'c':
+		a->content = arg;
+		a->content_len = strlen(arg);
+		return 0;
+	case 'O':
+		a->old_text = arg;
+		return 0;
+	case 'N':
+		a->new_text = arg;
+		return 0;
+	case 'a':
+		a->o.all = 1;
+		return 0;
+	case 'I':
+		if (cli_strv_add(&a->include, arg) < 0) {
+			cli_error("out of memory");
+			return -1;
+		}
+		return 0;
+	case 'i':
+		a->o.ignore_case = 1;
+		return 0;
+	case 'T':
+		if (strcmp(arg, "f") != 0 && strcmp(arg, "d") != 0) {
+			cli_error("invalid --type '%s': f or d", arg);
+			return -1;
+		}
+		a->o.type = arg[0];
+		return 0;
+	}
+	return -1;
+}
+
+/* Parse a tool's command line: 0, 1 after --help, -1 (error said). */
+static int fs_parse(struct fs_args *a, int argc, char **argv)
+{
+	const struct tool_info *ti = &tools[a->t];
+	struct option lo[CLI_MAX_OPTIONS + 2];
+	int c, r;
+
+	cli_long_options(&any_tool, lo);
+	while ((c = cli_next_option(&any_tool, lo, argc, argv)) != -1) {
+		if (c == '?' || !cli_command_option(ti->cmd, c)) {
+			if (c != '?')
+				cli_error(
+					"%s: option '--%s' does not apply",
+					ti->cmd->name,
+					cli_command_option(&any_tool, c)->name);
+			cli_usage_error(ti->cmd);
+			return -1;
+		}
+		if ((r = fs_option(a, c, optarg)) != 0)
+			return r;
+	}
+	a->args = argv + optind;
+	a->nargs = argc - optind - 1;
+	if (a->nargs < ti->min_args || a->nargs > ti->max_args) {
+		cli_usage_error(ti->cmd);
+		return -1;
+	}
+	if (a->t == T_EDIT && (!a->old_text || !a->new_text)) {
+		cli_error("edit: --old and --new are both needed");
+		cli_usage_error(ti->cmd);
+		return -1;
+	}
+	a->o.include = a->include.v;
+	a->o.include_count = a->include.n;
+	if (cli_secrets_from_env(&a->secrets) < 0)
+		return -1;
+	if (a->t == T_WRITE && !a->content) {
+		if (read_stdin(&a->stdin_buf, &a->content_len) < 0)
+			return -1;
+		a->content = a->stdin_buf;
+	}
+	return 0;
+}
+
+/* The library call behind the tool. */
+static int fs_call(hutch_fs_result **res, hutch_session *s,
+		   const struct fs_args *a, hutch_error **err)
+{
+	char *const *args = a->args;
+	const char *where = a->nargs > 1 ? args[2] : NULL;
+
+	switch (a->t) {
+	case T_READ:
+		return hutch_fs_read(res, s, args[1], &a->o, err);
+	case T_WRITE:
+		return hutch_fs_write(res, s, args[1], a->content,
+				      a->content_len, &a->o, err);
+	case T_EDIT:
+		return hutch_fs_edit(res, s, args[1], a->old_text,
+				     strlen(a->old_text), a->new_text,
+				     strlen(a->new_text), &a->o, err);
+	case T_GREP:
+		return hutch_fs_grep(res, s, args[1], where, &a->o, err);
+	case T_FIND:
+		return hutch_fs_find(res, s, args[1], where, &a->o, err);
+	case T_LS:
+	default:
+		return hutch_fs_ls(res, s, a->nargs > 0 ? args[1] : NULL, &a->o,
+				   err);
+	}
+}
+
 static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "offset", required_argument, NULL, 'o' },
-		{ "limit", required_argument, NULL, 'l' },
-		{ "max-bytes", required_argument, NULL, 'b' },
-		{ "content", required_argument, NULL, 'c' },
-		{ "old", required_argument, NULL, 'O' },
-		{ "new", required_argument, NULL, 'N' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "include", required_argument, NULL, 'I' },
-		{ "ignore-case", no_argument, NULL, 'i' },
-		{ "max", required_argument, NULL, 'm' },
-		{ "type", required_argument, NULL, 'T' },
-		{ "secret", required_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
-	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
-	const struct tool_info *ti = &tools[t];
-	cli_strv include = { 0 }, secrets = { 0 };
+	struct fs_args a = { .t = t, .o = HUTCH_FS_OPTIONS_INIT };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_fs_result *res = NULL;
 	hutch_error *err = NULL;
-	const char *content = NULL, *old_text = NULL, *new_text = NULL;
-	char *stdin_buf = NULL, **args;
-	size_t content_len = 0;
-	int c, json = 0, rc = EXIT_HUTCH_FAILED, nargs, call;
-	int64_t v;
-	struct sigaction sa;
+	int rc = EXIT_HUTCH_FAILED, r;
 
-	while ((c = getopt_long(argc, argv, "hi", opts, NULL)) != -1) {
-		if (c != 'j' && c != 't' && c != 'h' && c != 's' &&
-		    (c == '?' || !strchr(ti->opts, c))) {
-			if (c != '?')
-				cli_error("%s: option '%s' does not apply",
-					  ti->name, argv[optind - 1]);
-			usage(t);
-			goto out;
-		}
-		switch (c) {
-		case 'h':
-			printf("usage: hutch %s [--json] [--timeout SEC] [--secret NAME[=@FILE]]...\n",
-			       ti->usage);
-			rc = 0;
-			goto out;
-		case 'j':
-			json = 1;
-			break;
-		case 's':
-			if (cli_secret_add(&secrets, optarg) < 0)
-				goto out;
-			break;
-		case 't':
-			v = cli_parse_seconds(optarg);
-			if (v <= 0) {
-				cli_error("invalid --timeout '%s': seconds",
-					  optarg);
-				goto out;
-			}
-			o.timeout_ms = (uint64_t)v;
-			break;
-		case 'o':
-		case 'l':
-		case 'm':
-		case 'b':
-			v = cli_parse_size(optarg);
-			if (v <= 0 ||
-			    (c != 'b' &&
-			     strspn(optarg, "0123456789") != strlen(optarg))) {
-				cli_error(
-					"invalid --%s '%s': a positive number",
-					c == 'o' ? "offset" :
-					c == 'l' ? "limit" :
-					c == 'm' ? "max" :
-						   "max-bytes",
-					optarg);
-				goto out;
-			}
-			if (c == 'o')
-				o.offset = (uint64_t)v;
-			else if (c == 'l')
-				o.limit = (uint64_t)v;
-			else if (c == 'm')
-				o.max = (uint64_t)v;
-			else
-				o.max_bytes = (uint64_t)v;
-			break;
-		case 'c':
-			content = optarg;
-			content_len = strlen(optarg);
-			break;
-		case 'O':
-			old_text = optarg;
-			break;
-		case 'N':
-			new_text = optarg;
-			break;
-		case 'a':
-			o.all = 1;
-			break;
-		case 'I':
-			if (cli_strv_add(&include, optarg) < 0) {
-				cli_error("out of memory");
-				goto out;
-			}
-			break;
-		case 'i':
-			o.ignore_case = 1;
-			break;
-		case 'T':
-			if (strcmp(optarg, "f") != 0 &&
-			    strcmp(optarg, "d") != 0) {
-				cli_error("invalid --type '%s': f or d",
-					  optarg);
-				goto out;
-			}
-			o.type = optarg[0];
-			break;
-		}
-	}
-	args = argv + optind;
-	nargs = argc - optind - 1; /* operands after SESSION */
-	if (nargs < ti->min_args || nargs > ti->max_args) {
-		usage(t);
+	if ((r = fs_parse(&a, argc, argv)) != 0) {
+		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
 		goto out;
 	}
-	if (t == T_EDIT && (!old_text || !new_text)) {
-		cli_error("edit: --old and --new are both needed");
-		usage(t);
-		goto out;
-	}
-	o.include = include.v;
-	o.include_count = include.n;
-	if (cli_secrets_from_env(&secrets) < 0)
-		goto out;
-
-	if (t == T_WRITE && !content) {
-		if (read_stdin(&stdin_buf, &content_len) < 0)
-			goto out;
-		content = stdin_buf;
-	}
-
-	if ((rc = cli_session_engine(g, args[0], HUTCH_FLEET_CREATE,
+	if ((rc = cli_session_engine(g, a.args[0], HUTCH_FLEET_CREATE,
 				     &engine)) != 0)
 		goto out;
-	if (hutch_session_open(&session, engine, args[0], NULL, &err) < 0 ||
-	    (secrets.n && hutch_session_set_secrets(session, secrets.v,
-						    secrets.n, &err) < 0)) {
-		rc = fail(err, json);
+	if (hutch_session_open(&session, engine, a.args[0], NULL, &err) < 0 ||
+	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
+						      a.secrets.n, &err) < 0) ||
+	    cli_cancel_begin(&a.o.cancel, 0, &err) < 0 ||
+	    fs_call(&res, session, &a, &err) < 0) {
+		rc = fail(err, a.json);
 		goto out;
 	}
-	if (hutch_cancel_new(&interrupt, &err) < 0) {
-		rc = fail(err, json);
-		goto out;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	o.cancel = interrupt;
-
-	switch (t) {
-	case T_READ:
-		call = hutch_fs_read(&res, session, args[1], &o, &err);
-		break;
-	case T_WRITE:
-		call = hutch_fs_write(&res, session, args[1], content,
-				      content_len, &o, &err);
-		break;
-	case T_EDIT:
-		call = hutch_fs_edit(&res, session, args[1], old_text,
-				     strlen(old_text), new_text,
-				     strlen(new_text), &o, &err);
-		break;
-	case T_GREP:
-		call = hutch_fs_grep(&res, session, args[1],
-				     nargs > 1 ? args[2] : NULL, &o, &err);
-		break;
-	case T_FIND:
-		call = hutch_fs_find(&res, session, args[1],
-				     nargs > 1 ? args[2] : NULL, &o, &err);
-		break;
-	case T_LS:
-	default:
-		call = hutch_fs_ls(&res, session, nargs > 0 ? args[1] : NULL,
-				   &o, &err);
-		break;
-	}
-	if (call < 0) {
-		rc = fail(err, json);
-		goto out;
-	}
-	if (json) {
+	if (a.json) {
 		printf("%s\n", hutch_fs_result_json(res));
 		rc = t == T_GREP && hutch_fs_result_count(res) == 0 ?
 			     EXIT_NOMATCH :
@@ -474,7 +561,7 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		rc = print_text(t, res);
 	}
 	if (fflush(stdout) != 0 && rc == 0) {
-		cli_error("%s: writing the result: %s", ti->name,
+		cli_error("%s: writing the result: %s", tools[t].cmd->name,
 			  strerror(errno));
 		rc = EXIT_HUTCH_FAILED;
 	}
@@ -482,40 +569,37 @@ out:
 	hutch_fs_result_free(res);
 	hutch_session_free(session);
 	hutch_engine_free(engine);
-	hutch_cancel_free(interrupt);
-	interrupt = NULL;
-	cli_strv_free(&include);
-	cli_secrets_free(&secrets);
-	free(stdin_buf);
+	cli_cancel_end();
+	fs_args_free(&a);
 	return rc;
 }
 
-int cmd_read(cli_globals *g, int argc, char **argv)
+static int cmd_read(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_READ, argc, argv);
 }
 
-int cmd_write(cli_globals *g, int argc, char **argv)
+static int cmd_write(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_WRITE, argc, argv);
 }
 
-int cmd_edit(cli_globals *g, int argc, char **argv)
+static int cmd_edit(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_EDIT, argc, argv);
 }
 
-int cmd_grep(cli_globals *g, int argc, char **argv)
+static int cmd_grep(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_GREP, argc, argv);
 }
 
-int cmd_find(cli_globals *g, int argc, char **argv)
+static int cmd_find(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_FIND, argc, argv);
 }
 
-int cmd_ls(cli_globals *g, int argc, char **argv)
+static int cmd_ls(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_LS, argc, argv);
 }

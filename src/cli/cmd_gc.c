@@ -1,7 +1,6 @@
 /*
  * cmd_gc.c - hutch gc: remove the sessions nobody used for a while
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +8,6 @@
 
 #include "cli.h"
 #include "duration.h"
-
-#define GC_USAGE \
-	"usage: hutch gc --idle DURATION [--match GLOB] [--dry-run] [--json]"
 
 struct gc_out {
 	int json;
@@ -85,23 +81,57 @@ static void on_entry(const hutch_gc_entry *en, void *payload)
 	fflush(stdout);
 }
 
-int cmd_gc(cli_globals *g, int argc, char **argv)
+/* With --json, what was done as one object. */
+static void print_json(const struct gc_out *out, const hutch_gc_options *o)
 {
-	static const struct option opts[] = {
-		{ "idle", required_argument, NULL, 'i' },
-		{ "match", required_argument, NULL, 'm' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	json_object *doc = json_object_new_object();
+
+	if (!doc)
+		return;
+	json_object_object_add(doc, "idle", json_object_new_int64(o->idle));
+	json_object_object_add(doc, "dry_run",
+			       json_object_new_boolean(o->dry_run));
+	json_object_object_add(doc, "removed", json_object_get(out->removed));
+	json_object_object_add(doc, "would_remove",
+			       json_object_get(out->would));
+	json_object_object_add(doc, "busy", json_object_get(out->busy));
+	json_object_object_add(doc, "kept", json_object_get(out->kept));
+	json_object_object_add(doc, "failed", json_object_get(out->failed));
+	cli_print_json(doc);
+	json_object_put(doc);
+}
+
+static int cmd_gc(cli_globals *g, int argc, char **argv);
+
+static const cli_option gc_options[] = {
+	{ "idle", "DURATION", 'i',
+	  "remove what was not used for DURATION (90s, 30m, 2h, 7d, 1h30m)" },
+	{ "match", "GLOB", 'm', "only sessions whose name GLOB matches" },
+	{ "dry-run", NULL, 'n', "say what would be removed, remove nothing" },
+	{ "json", NULL, 'j', "print what was done as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_gc = {
+	.name = "gc",
+	.fn = cmd_gc,
+	.synopsis = "--idle DURATION [options]",
+	.about = "remove idle sessions",
+	.shortopts = "h",
+	.opts = { gc_options },
+};
+
+static int cmd_gc(cli_globals *g, int argc, char **argv)
+{
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_gc_options o = HUTCH_GC_OPTIONS_INIT;
 	struct gc_out out = { 0 };
 	hutch_fleet *fleet = NULL;
 	const char *idle = NULL;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_long_options(&cli_cmd_gc, lo);
+	while ((c = cli_next_option(&cli_cmd_gc, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'i':
 			idle = optarg;
@@ -116,14 +146,14 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 			out.json = 1;
 			break;
 		case 'h':
-			puts(GC_USAGE);
+			cli_help(&cli_cmd_gc, stdout);
 			return 0;
 		default:
 			return EXIT_HUTCH_FAILED;
 		}
 	}
 	if (optind != argc || !idle) {
-		cli_error("%s", GC_USAGE);
+		cli_usage_error(&cli_cmd_gc);
 		return EXIT_HUTCH_FAILED;
 	}
 	if (cli_parse_duration(idle, &o.idle) < 0) {
@@ -169,31 +199,8 @@ int cmd_gc(cli_globals *g, int argc, char **argv)
 		}
 		hutch_error_free(err);
 	}
-	if (out.json) {
-		json_object *doc = json_object_new_object();
-
-		if (doc) {
-			json_object_object_add(doc, "idle",
-					       json_object_new_int64(o.idle));
-			json_object_object_add(
-				doc, "dry_run",
-				json_object_new_boolean(o.dry_run));
-			json_object_object_add(doc, "removed",
-					       json_object_get(out.removed));
-			json_object_object_add(doc, "would_remove",
-					       json_object_get(out.would));
-			json_object_object_add(doc, "busy",
-					       json_object_get(out.busy));
-			json_object_object_add(doc, "kept",
-					       json_object_get(out.kept));
-			json_object_object_add(doc, "failed",
-					       json_object_get(out.failed));
-			puts(json_object_to_json_string_ext(
-				doc, JSON_C_TO_STRING_PLAIN |
-					     JSON_C_TO_STRING_NOSLASHESCAPE));
-			json_object_put(doc);
-		}
-	}
+	if (out.json)
+		print_json(&out, &o);
 out:
 	json_object_put(out.removed);
 	json_object_put(out.would);

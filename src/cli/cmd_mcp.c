@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,10 +18,6 @@
 
 #include "cli.h"
 #include "mcp.h"
-
-#define USAGE_MCP                                                 \
-	"usage: hutch mcp [--session NAME] [--rm] [--image IMG] " \
-	"[--workspace DIR] [--env K=V]... [--secret NAME[=@FILE]]..."
 
 /* SIGINT/SIGTERM/SIGHUP end the server as EOF on stdin does: running
  * commands are killed in the container, then --rm applies. */
@@ -58,114 +53,151 @@ static int fresh_name(char *out, size_t outsz)
 	return 0;
 }
 
-int cmd_mcp(cli_globals *g, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "session", required_argument, NULL, 's' },
-		{ "rm", no_argument, NULL, 'r' },
-		{ "image", required_argument, NULL, 'i' },
-		{ "workspace", required_argument, NULL, 'w' },
-		{ "env", required_argument, NULL, 'e' },
-		{ "secret", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	mcp_config cfg;
-	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 }, secrets = { 0 };
-	char name[16], workspace[PATH_MAX];
-	const char *session = NULL;
-	struct sigaction sa;
-	struct stat st;
-	int c, rc = EXIT_HUTCH_FAILED, rm = 0;
+static int cmd_mcp(cli_globals *g, int argc, char **argv);
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			session = optarg;
-			break;
-		case 'r':
-			rm = 1;
-			break;
-		case 'i':
-			so.image = optarg;
-			break;
-		case 'w':
-			/* An MCP client starts us in a directory of its own
-			 * choosing: resolve now and say so if it is wrong,
-			 * rather than fail the model's first call. */
-			errno = 0;
-			if (!realpath(optarg, workspace) ||
-			    stat(workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
-				cli_error("mcp: workspace '%s': %s", optarg,
-					  errno ? strerror(errno) :
-						  "not a directory");
-				goto out;
-			}
-			so.workspace = workspace;
-			break;
-		case 'e':
-			if (cli_env_add(&env, &owned_env, optarg) < 0)
-				goto out;
-			break;
-		case 'S':
-			/* Every tool call's session handle gets them through
-			 * the session options: in exec's environment, and
-			 * redacted from every result. */
-			if (cli_secret_add(&secrets, optarg) < 0)
-				goto out;
-			break;
-		case 'h':
-			puts(USAGE_MCP);
-			rc = 0;
-			goto out;
-		default:
-			cli_error(USAGE_MCP);
-			goto out;
+static const cli_option mcp_options[] = {
+	{ "session", "NAME", 's',
+	  "serve session NAME (default: a new mcp-XXXXXXXX)" },
+	{ "rm", NULL, 'r', "remove the session when the client disconnects" },
+	{ "image", "IMG", 'i', "the image of a new session" },
+	{ "workspace", "DIR", 'w', "bind-mount host DIR as /workspace" },
+	{ "env", "K=V", 'e', "set K in the session (K alone: hutch's own $K)" },
+	{ "secret", "NAME[=@FILE]", 'S',
+	  "give $NAME (or FILE's contents) to commands, redacted from results" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_mcp = {
+	.name = "mcp",
+	.fn = cmd_mcp,
+	.synopsis = "[options]",
+	.about = "serve a session to an MCP client on stdio",
+	.shortopts = "h",
+	.opts = { mcp_options },
+};
+
+struct mcp_args {
+	hutch_session_options so;
+	cli_strv env, owned_env, secrets;
+	char name[16], workspace[PATH_MAX];
+	const char *session;
+	int rm;
+};
+
+/* One option of mcp: 0, 1 after --help, -1 with the error said. */
+static int mcp_option(struct mcp_args *a, int c, const char *arg)
+{
+	struct stat st;
+
+	switch (c) {
+	case 's':
+		a->session = arg;
+		return 0;
+	case 'r':
+		a->rm = 1;
+		return 0;
+	case 'i':
+		a->so.image = arg;
+		return 0;
+	case 'w':
+		/* An MCP client starts us in a directory of its own choosing:
+		 * resolve now and say so if it is wrong, rather than fail the
+		 * model's first call. */
+		errno = 0;
+		if (!realpath(arg, a->workspace) ||
+		    stat(a->workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			cli_error("mcp: workspace '%s': %s", arg,
+				  errno ? strerror(errno) : "not a directory");
+			return -1;
 		}
+		a->so.workspace = a->workspace;
+		return 0;
+	case 'e':
+		return cli_env_add(&a->env, &a->owned_env, arg);
+	case 'S':
+		/* Every tool call's session handle gets them through the
+		 * session options: in exec's environment, and redacted from
+		 * every result. */
+		return cli_secret_add(&a->secrets, arg);
+	case 'h':
+		cli_help(&cli_cmd_mcp, stdout);
+		return 1;
+	default:
+		cli_usage_error(&cli_cmd_mcp);
+		return -1;
 	}
+}
+
+/* Refuse bad secrets now, not in every tool call: 0 or -1 (said). */
+static int check_secrets(const struct mcp_args *a)
+{
+	hutch_session *probe = NULL;
+	hutch_error *err = NULL;
+	int rc = 0;
+
+	if (hutch_session_open(&probe, NULL, a->session, NULL, &err) < 0 ||
+	    hutch_session_set_secrets(probe, a->secrets.v, a->secrets.n, &err) <
+		    0) {
+		cli_error("mcp: %s", hutch_error_message(err));
+		hutch_error_free(err);
+		rc = -1;
+	}
+	hutch_session_free(probe);
+	return rc;
+}
+
+/* Parse mcp's command line: 0, 1 after --help, -1 (error said). */
+static int mcp_parse(struct mcp_args *a, int argc, char **argv)
+{
+	struct option lo[CLI_MAX_OPTIONS + 2];
+	int c, r;
+
+	cli_long_options(&cli_cmd_mcp, lo);
+	while ((c = cli_next_option(&cli_cmd_mcp, lo, argc, argv)) != -1)
+		if ((r = mcp_option(a, c, optarg)) != 0)
+			return r;
 	if (optind != argc) {
 		cli_error("mcp: unexpected argument '%s'", argv[optind]);
-		cli_error(USAGE_MCP);
-		goto out;
+		cli_usage_error(&cli_cmd_mcp);
+		return -1;
 	}
-	if (session && !hutch_session_name_valid(session)) {
+	if (a->session && !hutch_session_name_valid(a->session)) {
 		cli_error(
 			"invalid session name '%s': use 1 to 63 letters, digits, '_', '.' "
 			"or '-', starting with a letter or digit",
-			session);
-		goto out;
+			a->session);
+		return -1;
 	}
-	if (!session) {
-		if (fresh_name(name, sizeof(name)) < 0) {
+	if (!a->session) {
+		if (fresh_name(a->name, sizeof(a->name)) < 0) {
 			cli_error("mcp: no random bytes for a session name: %s",
 				  strerror(errno));
-			goto out;
+			return -1;
 		}
-		session = name;
+		a->session = a->name;
 	}
-	so.env = env.v;
-	so.env_count = env.n;
-	if (cli_secrets_from_env(&secrets) < 0)
+	a->so.env = a->env.v;
+	a->so.env_count = a->env.n;
+	if (cli_secrets_from_env(&a->secrets) < 0)
+		return -1;
+	a->so.secrets = a->secrets.v;
+	a->so.secret_count = a->secrets.n;
+	return a->secrets.n ? check_secrets(a) : 0;
+}
+
+static int cmd_mcp(cli_globals *g, int argc, char **argv)
+{
+	struct mcp_args a = { .so = HUTCH_SESSION_OPTIONS_INIT };
+	mcp_config cfg;
+	struct sigaction sa;
+	int rc = EXIT_HUTCH_FAILED, r;
+
+	if ((r = mcp_parse(&a, argc, argv)) != 0) {
+		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
 		goto out;
-	so.secrets = secrets.v;
-	so.secret_count = secrets.n;
-	if (secrets.n) {
-		/* Refuse bad secrets now, not in every tool call. */
-		hutch_session *probe = NULL;
-		hutch_error *err = NULL;
-
-		if (hutch_session_open(&probe, NULL, session, NULL, &err) < 0 ||
-		    hutch_session_set_secrets(probe, secrets.v, secrets.n,
-					      &err) < 0) {
-			cli_error("mcp: %s", hutch_error_message(err));
-			hutch_error_free(err);
-			hutch_session_free(probe);
-			goto out;
-		}
-		hutch_session_free(probe);
 	}
-
+	/* Not cli_cancel_begin: the server's loop waits in poll(2) on stdin,
+	 * and a byte on this pipe is what wakes it. */
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		cli_error("mcp: pipe: %s", strerror(errno));
 		goto out;
@@ -180,18 +212,19 @@ int cmd_mcp(cli_globals *g, int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.engine_urls = g->engines;
 	cfg.nengines = g->nengines;
-	cfg.session = session;
-	cfg.session_given = session != name;
-	cfg.sopts = so;
-	cfg.remove_on_exit = rm;
+	cfg.session = a.session;
+	cfg.session_given = a.session != a.name;
+	cfg.sopts = a.so;
+	cfg.remove_on_exit = a.rm;
 	cfg.wake_fd = stop_pipe[0];
-	fprintf(stderr, "hutch mcp: serving session '%s' on stdio%s\n", session,
-		rm ? " (removed when the client disconnects)" : "");
+	fprintf(stderr, "hutch mcp: serving session '%s' on stdio%s\n",
+		a.session,
+		a.rm ? " (removed when the client disconnects)" : "");
 	rc = mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO) < 0 ?
 		     EXIT_HUTCH_FAILED :
 		     0;
 out:
-	cli_env_free(&env, &owned_env);
-	cli_secrets_free(&secrets);
+	cli_env_free(&a.env, &a.owned_env);
+	cli_secrets_free(&a.secrets);
 	return rc;
 }

@@ -2,7 +2,6 @@
  * cmd_session.c - hutch up, hutch sessions, hutch rm
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,22 +13,6 @@
 
 #include "cli.h"
 
-#define USAGE_UP                                                               \
-	"usage: hutch up SESSION [--image IMG] [--workspace DIR | --seed DIR " \
-	"[--exclude GLOB]...] [--env K=V]... [--user USER] [--memory SIZE] "   \
-	"[--cpus N] [--pids N] [--cap-add CAP]... [--network NAME] "           \
-	"[--read-only | --no-read-only] [--recreate] [--json]"
-
-/* Raised by SIGINT/SIGTERM/SIGHUP while `up --seed` copies: the copy stops
- * and the half-seeded session is removed instead of being left behind. */
-static hutch_cancel *seed_interrupt;
-
-static void on_seed_signal(int sig)
-{
-	(void)sig;
-	hutch_cancel_raise(seed_interrupt);
-}
-
 /* Fill a session that this very call created; remove it when that fails,
  * so a failed `up --seed` leaves nothing behind. */
 static int seed_session(hutch_engine *engine, hutch_session *s, const char *dir,
@@ -38,30 +21,20 @@ static int seed_session(hutch_engine *engine, hutch_session *s, const char *dir,
 	hutch_sync_options so = HUTCH_SYNC_OPTIONS_INIT;
 	cli_sync_progress_state ps = { "seed", 0, 0, 0 };
 	hutch_error *err = NULL, *rmerr = NULL;
-	struct sigaction sa, old[3];
 	int r;
 
-	if (hutch_cancel_new(&seed_interrupt, &err) < 0)
+	/* A signal while it copies stops the copy, and the half-seeded
+	 * session is removed below instead of being left behind. */
+	if (cli_cancel_begin(&so.cancel, 0, &err) < 0)
 		return cli_fail(err);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_seed_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old[0]);
-	sigaction(SIGTERM, &sa, &old[1]);
-	sigaction(SIGHUP, &sa, &old[2]);
 	so.exclude = excl->v;
 	so.exclude_count = excl->n;
-	so.cancel = seed_interrupt;
 	so.progress = cli_sync_progress;
 	so.payload = &ps;
 	ps.tty = isatty(STDERR_FILENO);
 	r = hutch_sync_in(st, s, dir, &so, &err);
 	cli_sync_progress_end(&ps);
-	sigaction(SIGINT, &old[0], NULL);
-	sigaction(SIGTERM, &old[1], NULL);
-	sigaction(SIGHUP, &old[2], NULL);
-	hutch_cancel_free(seed_interrupt);
-	seed_interrupt = NULL;
+	cli_cancel_end();
 	if (r == 0)
 		return 0;
 	cli_fail(err);
@@ -194,12 +167,6 @@ static void limits_line(const hutch_session_info *i)
 	       i->read_only == 1 ? ", read-only root" : "");
 }
 
-static void print_json(json_object *o)
-{
-	puts(json_object_to_json_string_ext(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
 static void age(char *out, size_t outsz, long long created)
 {
 	long long d = (long long)time(NULL) - created;
@@ -216,290 +183,341 @@ static void age(char *out, size_t outsz, long long created)
 		snprintf(out, outsz, "%lldd ago", d / 86400);
 }
 
-int cmd_up(cli_globals *g, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "image", required_argument, NULL, 'i' },
-		{ "workspace", required_argument, NULL, 'w' },
-		{ "env", required_argument, NULL, 'e' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "exclude", required_argument, NULL, 'x' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "cpus", required_argument, NULL, 'c' },
-		{ "pids", required_argument, NULL, 'p' },
-		{ "cap-add", required_argument, NULL, 'a' },
-		{ "network", required_argument, NULL, 'n' },
-		{ "read-only", no_argument, NULL, 'r' },
-		{ "no-read-only", no_argument, NULL, 'R' },
-		{ "recreate", no_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	hutch_session_options so = HUTCH_SESSION_OPTIONS_INIT;
-	cli_strv env = { 0 }, owned_env = { 0 }, excl = { 0 }, caps = { 0 };
-	int caps_none = 0;
-	hutch_sync_stats seeded;
-	const char *seed = NULL;
-	struct stat sst;
-	hutch_engine *engine = NULL;
-	hutch_session *s = NULL;
-	hutch_session_info *info = NULL;
-	hutch_error *err = NULL;
-	const char *name = NULL;
-	int c, json = 0, created = 0, rc = EXIT_HUTCH_FAILED;
+static int cmd_up(cli_globals *g, int argc, char **argv);
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			so.image = optarg;
-			break;
-		case 'w':
-			so.workspace = optarg;
-			break;
-		case 'e':
-			if (cli_env_add(&env, &owned_env, optarg) < 0)
-				goto out;
-			break;
-		case 's':
-			seed = optarg;
-			break;
-		case 'x':
-			if (cli_strv_add(&excl, optarg) < 0) {
-				cli_error("out of memory");
-				goto out;
-			}
-			break;
-		case 'u':
-			so.user = optarg;
-			break;
-		case 'm':
-			so.memory = cli_parse_size(optarg);
-			if (so.memory < 0) {
-				cli_error(
-					"--memory '%s': expected a size such as 512m or 2g",
-					optarg);
-				goto out;
-			}
-			if (so.memory < HUTCH_SESSION_MIN_MEMORY) {
-				cli_error(
-					"--memory '%s': a session needs at least 6m",
-					optarg);
-				goto out;
-			}
-			break;
-		case 'c':
-			so.nano_cpus = parse_cpus(optarg);
-			if (so.nano_cpus <= 0) {
-				cli_error(
-					"--cpus '%s': expected a number of CPUs such as 1 or 0.5",
-					optarg);
-				goto out;
-			}
-			break;
-		case 'p':
-			so.pids = parse_count(optarg);
-			if (so.pids <= 0) {
-				cli_error(
-					"--pids '%s': expected a number of processes such as 256",
-					optarg);
-				goto out;
-			}
-			break;
-		case 'a':
-			/* "none" says: no capability at all, also when the
-			 * session's record had some. */
-			if (strcmp(optarg, "none") == 0)
-				caps_none = 1;
-			else if (cli_strv_add(&caps, optarg) < 0) {
-				cli_error("out of memory");
-				goto out;
-			}
-			break;
-		case 'n':
-			so.network = optarg;
-			break;
-		case 'r':
-			so.read_only = 1;
-			break;
-		case 'R':
-			so.read_only = -1;
-			break;
-		case 'C':
-			so.recreate = 1;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			puts(USAGE_UP);
-			rc = 0;
-			goto out;
-		default:
-			goto out;
+static const cli_option up_options[] = {
+	{ "image", "IMG", 'i', "the image of a new session" },
+	{ "workspace", "DIR", 'w',
+	  "bind-mount host DIR as /workspace (else a volume of its own)" },
+	{ "seed", "DIR", 's', "copy host DIR into a new session's workspace" },
+	{ "exclude", "GLOB", 'x', "with --seed, leave out what GLOB matches" },
+	{ "env", "K=V", 'e', "set K in the session (K alone: hutch's own $K)" },
+	{ "user", "USER", 'u', "run commands as USER (default: sandbox)" },
+	{ "memory", "SIZE", 'm', "memory limit, e.g. 512m or 2g" },
+	{ "cpus", "N", 'c', "CPU limit, e.g. 1 or 0.5" },
+	{ "pids", "N", 'p', "limit on processes at once" },
+	{ "cap-add", "CAP", 'a', "add a capability ('none': none at all)" },
+	{ "network", "NAME", 'n', "attach to network NAME (default: none)" },
+	{ "read-only", NULL, 'r', "make the container's root read-only" },
+	{ "no-read-only", NULL, 'R', "make the root writable again" },
+	{ "recreate", NULL, 'C',
+	  "make the container anew with these settings, keeping the workspace" },
+	{ "json", NULL, 'j', "print the session as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_up = {
+	.name = "up",
+	.fn = cmd_up,
+	.synopsis = "SESSION [options]",
+	.about = "create SESSION, or check that it runs",
+	.shortopts = "h",
+	.opts = { up_options },
+};
+
+struct up_args {
+	hutch_session_options so;
+	cli_strv env, owned_env, excl, caps;
+	int caps_none, json;
+	const char *seed, *name;
+};
+
+static void up_args_free(struct up_args *a)
+{
+	cli_strv_free(&a->excl);
+	cli_strv_free(&a->caps);
+	cli_env_free(&a->env, &a->owned_env);
+}
+
+/* A limit of up: 0, or -1 with the error said. */
+static int up_limit(struct up_args *a, int c, const char *arg)
+{
+	hutch_session_options *so = &a->so;
+
+	switch (c) {
+	case 'm':
+		so->memory = cli_parse_size(arg);
+		if (so->memory < 0) {
+			cli_error(
+				"--memory '%s': expected a size such as 512m or 2g",
+				arg);
+			return -1;
 		}
+		if (so->memory < HUTCH_SESSION_MIN_MEMORY) {
+			cli_error("--memory '%s': a session needs at least 6m",
+				  arg);
+			return -1;
+		}
+		return 0;
+	case 'c':
+		so->nano_cpus = parse_cpus(arg);
+		if (so->nano_cpus <= 0) {
+			cli_error(
+				"--cpus '%s': expected a number of CPUs such as 1 or 0.5",
+				arg);
+			return -1;
+		}
+		return 0;
+	case 'p':
+		so->pids = parse_count(arg);
+		if (so->pids <= 0) {
+			cli_error(
+				"--pids '%s': expected a number of processes such as 256",
+				arg);
+			return -1;
+		}
+		return 0;
+	case 'a':
+		/* "none" says: no capability at all, also when the session's
+		 * record had some. */
+		if (strcmp(arg, "none") == 0)
+			a->caps_none = 1;
+		else if (cli_strv_add(&a->caps, arg) < 0) {
+			cli_error("out of memory");
+			return -1;
+		}
+		return 0;
 	}
-	if (argc - optind != 1) {
-		cli_error(USAGE_UP);
-		goto out;
+	return -1;
+}
+
+/* One option of up: 0, 1 after --help, -1 with the error said. */
+static int up_option(struct up_args *a, int c, const char *arg)
+{
+	switch (c) {
+	case 'i':
+		a->so.image = arg;
+		return 0;
+	case 'w':
+		a->so.workspace = arg;
+		return 0;
+	case 'e':
+		return cli_env_add(&a->env, &a->owned_env, arg);
+	case 's':
+		a->seed = arg;
+		return 0;
+	case 'x':
+		if (cli_strv_add(&a->excl, arg) < 0) {
+			cli_error("out of memory");
+			return -1;
+		}
+		return 0;
+	case 'u':
+		a->so.user = arg;
+		return 0;
+	case 'm':
+	case 'c':
+	case 'p':
+	case 'a':
+		return up_limit(a, c, arg);
+	case 'n':
+		a->so.network = arg;
+		return 0;
+	case 'r':
+		a->so.read_only = 1;
+		return 0;
+	case 'R':
+		a->so.read_only = -1;
+		return 0;
+	case 'C':
+		a->so.recreate = 1;
+		return 0;
+	case 'j':
+		a->json = 1;
+		return 0;
+	case 'h':
+		cli_help(&cli_cmd_up, stdout);
+		return 1;
+	default:
+		return -1;
 	}
-	name = argv[optind];
-	if (seed && so.workspace) {
+}
+
+/* The options that exclude each other, and the seed directory, checked
+ * before anything is created: 0, or -1 with the error said. */
+static int up_check(struct up_args *a)
+{
+	struct stat sst;
+
+	if (a->seed && a->so.workspace) {
 		cli_error(
 			"--seed and --workspace exclude each other: a seeded session's "
 			"workspace is its own volume, a --workspace session already "
 			"sees the host directory");
-		goto out;
+		return -1;
 	}
-	if (excl.n && !seed) {
+	if (a->excl.n && !a->seed) {
 		cli_error("--exclude only goes with --seed");
-		goto out;
+		return -1;
 	}
-	/* Check the seed before anything is created. */
-	if (seed && stat(seed, &sst) < 0) {
-		cli_error("seed directory '%s': %s", seed, strerror(errno));
-		goto out;
+	if (a->seed && stat(a->seed, &sst) < 0) {
+		cli_error("seed directory '%s': %s", a->seed, strerror(errno));
+		return -1;
 	}
-	if (seed && !S_ISDIR(sst.st_mode)) {
-		cli_error("seed directory '%s': not a directory", seed);
-		goto out;
+	if (a->seed && !S_ISDIR(sst.st_mode)) {
+		cli_error("seed directory '%s': not a directory", a->seed);
+		return -1;
 	}
-	if (caps_none && caps.n) {
+	if (a->caps_none && a->caps.n) {
 		cli_error("--cap-add none excludes naming capabilities");
-		goto out;
+		return -1;
 	}
-	if (seed && so.recreate) {
+	if (a->seed && a->so.recreate) {
 		cli_error(
 			"--seed fills a new session; --recreate keeps an existing one's workspace");
-		goto out;
+		return -1;
 	}
-	so.env = env.v;
-	so.env_count = env.n;
-	if (caps.n || caps_none) {
+	return 0;
+}
+
+/* Parse up's command line: 0, 1 after --help, -1 (error said). */
+static int up_parse(struct up_args *a, int argc, char **argv)
+{
+	struct option lo[CLI_MAX_OPTIONS + 2];
+	int c, r;
+
+	cli_long_options(&cli_cmd_up, lo);
+	while ((c = cli_next_option(&cli_cmd_up, lo, argc, argv)) != -1)
+		if ((r = up_option(a, c, optarg)) != 0)
+			return r;
+	if (argc - optind != 1) {
+		cli_usage_error(&cli_cmd_up);
+		return -1;
+	}
+	a->name = argv[optind];
+	if (up_check(a) < 0)
+		return -1;
+	a->so.env = a->env.v;
+	a->so.env_count = a->env.n;
+	if (a->caps.n || a->caps_none) {
 		static const char *const no_caps[1] = { NULL };
 
-		so.cap_add = caps.n ? caps.v : no_caps;
-		so.cap_add_count = caps.n;
+		a->so.cap_add = a->caps.n ? a->caps.v : no_caps;
+		a->so.cap_add_count = a->caps.n;
 	}
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
+	return 0;
+}
+
+/* Seeding is for a brand-new session only: it never merges a host tree
+ * into a workspace that already holds work.  0 when `s` does not exist
+ * yet; else the error is said. */
+static int up_seed_new(hutch_session *s, const struct up_args *a)
+{
+	hutch_session_info *info = NULL;
+	hutch_error *err = NULL;
+	int r = hutch_session_inspect(&info, s, &err);
+
+	if (r == HUTCH_ENOTFOUND) {
+		hutch_error_free(err);
+		return 0;
+	}
+	if (r == 0)
+		cli_error(
+			"session '%s' already exists; --seed only fills a new "
+			"session: use 'hutch sync-in %s %s'",
+			a->name, a->name, a->seed);
+	else
+		cli_fail(err);
+	hutch_session_info_free(info);
+	return -1;
+}
+
+static json_object *seed_json(const char *hostdir, const hutch_sync_stats *st)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "hostdir", json_object_new_string(hostdir));
+	cli_sync_stats_json(o, st, 0);
+	return o;
+}
+
+/* What up made or found: one JSON object, or lines for a person.  0, or
+ * -1 out of memory. */
+static int up_report(const struct up_args *a, const hutch_session_info *info,
+		     hutch_engine *engine, int created,
+		     const hutch_sync_stats *seeded)
+{
+	json_object *o;
+
+	if (!a->json) {
+		printf("%s session %s: container %s, image %s, workspace %s\n",
+		       !created	      ? "reused" :
+		       a->so.recreate ? "recreated" :
+					"created",
+		       info->name, info->container ? info->container : "-",
+		       info->image ? info->image : "-",
+		       info->workspace ? info->workspace : "-");
+		limits_line(info);
+		if (a->seed)
+			cli_sync_summary("seeded", seeded);
+		return 0;
+	}
+	if (!(o = info_json(info)))
+		return -1;
+	json_object_object_add(
+		o, "engine", json_object_new_string(hutch_engine_url(engine)));
+	json_object_object_add(o, "created_now",
+			       json_object_new_boolean(created));
+	json_object_object_add(o, "recreated",
+			       json_object_new_boolean(a->so.recreate &&
+						       created));
+	if (a->seed)
+		json_object_object_add(o, "seed", seed_json(a->seed, seeded));
+	cli_print_json(o);
+	json_object_put(o);
+	return 0;
+}
+
+static int cmd_up(cli_globals *g, int argc, char **argv)
+{
+	struct up_args a = { .so = HUTCH_SESSION_OPTIONS_INIT };
+	hutch_sync_stats seeded;
+	hutch_engine *engine = NULL;
+	hutch_session *s = NULL;
+	hutch_session_info *info = NULL;
+	hutch_error *err = NULL;
+	int created = 0, rc = EXIT_HUTCH_FAILED, r;
+
+	if ((r = up_parse(&a, argc, argv)) != 0) {
+		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
+		goto out;
+	}
+	if ((rc = cli_session_engine(g, a.name, HUTCH_FLEET_CREATE, &engine)) !=
 	    0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
-	if (hutch_session_open(&s, engine, name, &so, &err) < 0) {
+	if (hutch_session_open(&s, engine, a.name, &a.so, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	if (seed) {
-		/* Seeding is for a brand-new session only: it never merges a
-		 * host tree into a workspace that already holds work. */
-		int r = hutch_session_inspect(&info, s, &err);
-
-		if (r != HUTCH_ENOTFOUND) {
-			if (r == 0)
-				cli_error(
-					"session '%s' already exists; --seed only fills a new "
-					"session: use 'hutch sync-in %s %s'",
-					name, name, seed);
-			else
-				cli_fail(err);
-			err = NULL;
-			goto out;
-		}
-		hutch_error_free(err);
-		err = NULL;
-		hutch_session_info_free(info);
-		info = NULL;
-	}
+	if (a.seed && up_seed_new(s, &a) < 0)
+		goto out;
 	if (hutch_session_ensure(s, &created, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	if (seed && !created) {
+	if (a.seed && !created) {
 		/* Another process made it between our check and now. */
 		cli_error(
 			"session '%s' was created by someone else meanwhile; --seed only "
 			"fills a new session: use 'hutch sync-in %s %s'",
-			name, name, seed);
+			a.name, a.name, a.seed);
 		goto out;
 	}
-	if (seed && (rc = seed_session(engine, s, seed, &excl, &seeded)) != 0)
+	if (a.seed &&
+	    (rc = seed_session(engine, s, a.seed, &a.excl, &seeded)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_inspect(&info, s, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	if (json) {
-		json_object *o = info_json(info);
-
-		if (!o)
-			goto out;
-		json_object_object_add(
-			o, "engine",
-			json_object_new_string(hutch_engine_url(engine)));
-		json_object_object_add(o, "created_now",
-				       json_object_new_boolean(created));
-		json_object_object_add(o, "recreated",
-				       json_object_new_boolean(so.recreate &&
-							       created));
-		if (seed) {
-			json_object *so_ = json_object_new_object();
-
-			if (so_) {
-				json_object_object_add(
-					so_, "hostdir",
-					json_object_new_string(seed));
-				json_object_object_add(
-					so_, "files",
-					json_object_new_int64(
-						(int64_t)seeded.files));
-				json_object_object_add(
-					so_, "dirs",
-					json_object_new_int64(
-						(int64_t)seeded.dirs));
-				json_object_object_add(
-					so_, "symlinks",
-					json_object_new_int64(
-						(int64_t)seeded.symlinks));
-				json_object_object_add(
-					so_, "skipped",
-					json_object_new_int64(
-						(int64_t)seeded.skipped));
-				json_object_object_add(
-					so_, "excluded",
-					json_object_new_int64(
-						(int64_t)seeded.excluded));
-				json_object_object_add(
-					so_, "bytes",
-					json_object_new_int64(
-						(int64_t)seeded.bytes));
-				json_object_object_add(
-					so_, "duration_ms",
-					json_object_new_int64(
-						(int64_t)seeded.duration_ms));
-			}
-			json_object_object_add(o, "seed", so_);
-		}
-		print_json(o);
-		json_object_put(o);
-	} else {
-		printf("%s session %s: container %s, image %s, workspace %s\n",
-		       !created	   ? "reused" :
-		       so.recreate ? "recreated" :
-				     "created",
-		       info->name, info->container ? info->container : "-",
-		       info->image ? info->image : "-",
-		       info->workspace ? info->workspace : "-");
-		limits_line(info);
-		if (seed)
-			cli_sync_summary("seeded", &seeded);
-	}
-	rc = 0;
+	if (up_report(&a, info, engine, created, &seeded) == 0)
+		rc = 0;
 out:
-	cli_strv_free(&excl);
-	cli_strv_free(&caps);
-	cli_env_free(&env, &owned_env);
+	up_args_free(&a);
 	hutch_session_info_free(info);
 	hutch_session_free(s);
 	hutch_engine_free(engine);
@@ -574,14 +592,26 @@ static void listed_free(hutch_fleet *fleet, struct listed *per)
 	free(per);
 }
 
-int cmd_sessions(cli_globals *g, int argc, char **argv)
+static int cmd_sessions(cli_globals *g, int argc, char **argv);
+
+static const cli_option sessions_options[] = {
+	{ "json", NULL, 'j', "print them as a JSON array" },
+	{ "names", NULL, 'n', "print their names only, one a line" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_sessions = {
+	.name = "sessions",
+	.fn = cmd_sessions,
+	.synopsis = "[--json | --names]",
+	.about = "list the sessions of every engine",
+	.shortopts = "h",
+	.opts = { sessions_options },
+};
+
+static int cmd_sessions(cli_globals *g, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "names", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_fleet *fleet = NULL;
 	struct listed *per = NULL;
 	struct entry *all = NULL;
@@ -589,7 +619,8 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 	int c, json = 0, names = 0, rc = EXIT_HUTCH_FAILED, failed = 0, many;
 	char when[32];
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_long_options(&cli_cmd_sessions, lo);
+	while ((c = cli_next_option(&cli_cmd_sessions, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -598,14 +629,14 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 			names = 1;
 			break;
 		case 'h':
-			puts("usage: hutch sessions [--json | --names]");
+			cli_help(&cli_cmd_sessions, stdout);
 			return 0;
 		default:
 			return EXIT_HUTCH_FAILED;
 		}
 	}
 	if (optind != argc) {
-		cli_error("usage: hutch sessions [--json | --names]");
+		cli_usage_error(&cli_cmd_sessions);
 		return EXIT_HUTCH_FAILED;
 	}
 	if ((rc = cli_fleet(g, &fleet)) != 0)
@@ -632,7 +663,7 @@ int cmd_sessions(cli_globals *g, int argc, char **argv)
 		}
 		if (!arr)
 			goto out;
-		print_json(arr);
+		cli_print_json(arr);
 		json_object_put(arr);
 	} else if (names) {
 		for (size_t i = 0; i < n; i++)
@@ -682,21 +713,34 @@ static int rm_one(hutch_fleet *fleet, const char *name, int force)
 	return 1;
 }
 
-int cmd_rm(cli_globals *g, int argc, char **argv)
+static int cmd_rm(cli_globals *g, int argc, char **argv);
+
+static const cli_option rm_options[] = {
+	{ "force", NULL, 'f', "a session that does not exist is no error" },
+	{ "all", NULL, 'a', "remove every session of every engine" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_rm = {
+	.name = "rm",
+	.fn = cmd_rm,
+	.synopsis = "[--force] SESSION... | hutch rm --all",
+	.about = "remove sessions: container, volumes and all",
+	.shortopts = "afh",
+	.opts = { rm_options },
+};
+
+static int cmd_rm(cli_globals *g, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_fleet *fleet = NULL;
 	struct listed *per = NULL;
 	struct entry *all_list = NULL;
 	size_t n = 0;
 	int c, all = 0, force = 0, rc = EXIT_HUTCH_FAILED, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "afh", opts, NULL)) != -1) {
+	cli_long_options(&cli_cmd_rm, lo);
+	while ((c = cli_next_option(&cli_cmd_rm, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'a':
 			all = 1;
@@ -705,15 +749,14 @@ int cmd_rm(cli_globals *g, int argc, char **argv)
 			force = 1;
 			break;
 		case 'h':
-			puts("usage: hutch rm [--force] SESSION... | hutch rm --all");
+			cli_help(&cli_cmd_rm, stdout);
 			return 0;
 		default:
 			return EXIT_HUTCH_FAILED;
 		}
 	}
 	if (all == (optind < argc)) {
-		cli_error(
-			"usage: hutch rm [--force] SESSION... | hutch rm --all");
+		cli_usage_error(&cli_cmd_rm);
 		return EXIT_HUTCH_FAILED;
 	}
 	if ((rc = cli_fleet(g, &fleet)) != 0)

@@ -1,7 +1,6 @@
 /*
  * cmd_sync.c - hutch sync-in and hutch sync-out
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,20 +11,10 @@
 
 #include "cli.h"
 
-#define USAGE_IN \
-	"usage: hutch sync-in SESSION HOSTDIR [--exclude GLOB]... [--json]"
-#define USAGE_OUT "usage: hutch sync-out SESSION HOSTDIR [PATH] [--json]"
 /* At most four progress updates a second. */
 #define PROGRESS_EVERY_MS 250
 
 /* Raised by SIGINT/SIGTERM/SIGHUP so the transfer stops cleanly. */
-static hutch_cancel *interrupt;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	hutch_cancel_raise(interrupt);
-}
 
 static unsigned long long now_ms(void)
 {
@@ -96,6 +85,32 @@ void cli_sync_summary(const char *verb, const hutch_sync_stats *st)
 	putchar('\n');
 }
 
+void cli_sync_stats_json(struct json_object *o, const hutch_sync_stats *st,
+			 int all)
+{
+	const struct {
+		const char *key;
+		uint64_t v;
+		int all_only;
+	} c[] = {
+		{ "files", st->files, 0 },
+		{ "dirs", st->dirs, 0 },
+		{ "symlinks", st->symlinks, 0 },
+		{ "hardlinks", st->hardlinks, 1 },
+		{ "skipped", st->skipped, 0 },
+		{ "excluded", st->excluded, 0 },
+		{ "bytes", st->bytes, 0 },
+		{ "archive_bytes", st->archive_bytes, 1 },
+		{ "duration_ms", st->duration_ms, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (all || !c[i].all_only)
+			json_object_object_add(
+				o, c[i].key,
+				json_object_new_int64((int64_t)c[i].v));
+}
+
 static void print_json(const char *session, const char *direction,
 		       const char *hostdir, const char *path,
 		       const hutch_sync_stats *st)
@@ -110,51 +125,56 @@ static void print_json(const char *session, const char *direction,
 	json_object_object_add(o, "hostdir", json_object_new_string(hostdir));
 	json_object_object_add(o, "path",
 			       json_object_new_string(path ? path : "."));
-	json_object_object_add(o, "files",
-			       json_object_new_int64((int64_t)st->files));
-	json_object_object_add(o, "dirs",
-			       json_object_new_int64((int64_t)st->dirs));
-	json_object_object_add(o, "symlinks",
-			       json_object_new_int64((int64_t)st->symlinks));
-	json_object_object_add(o, "hardlinks",
-			       json_object_new_int64((int64_t)st->hardlinks));
-	json_object_object_add(o, "skipped",
-			       json_object_new_int64((int64_t)st->skipped));
-	json_object_object_add(o, "excluded",
-			       json_object_new_int64((int64_t)st->excluded));
-	json_object_object_add(o, "bytes",
-			       json_object_new_int64((int64_t)st->bytes));
-	json_object_object_add(
-		o, "archive_bytes",
-		json_object_new_int64((int64_t)st->archive_bytes));
-	json_object_object_add(o, "duration_ms",
-			       json_object_new_int64((int64_t)st->duration_ms));
-	puts(json_object_to_json_string_ext(
-		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	cli_sync_stats_json(o, st, 1);
+	cli_print_json(o);
 	json_object_put(o);
 }
 
-static void catch_signals(void)
-{
-	struct sigaction sa;
+static int run_sync(cli_globals *g, int argc, char **argv, int in);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+static int cmd_sync_in(cli_globals *g, int argc, char **argv)
+{
+	return run_sync(g, argc, argv, 1);
 }
+
+static int cmd_sync_out(cli_globals *g, int argc, char **argv)
+{
+	return run_sync(g, argc, argv, 0);
+}
+
+static const cli_option sync_in_options[] = {
+	{ "exclude", "GLOB", 'x', "leave out what GLOB matches" },
+	{ "json", NULL, 'j', "print the counts as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const cli_option sync_out_options[] = {
+	{ "json", NULL, 'j', "print the counts as JSON" },
+	{ NULL, NULL, 0, NULL },
+};
+
+const cli_command cli_cmd_sync_in = {
+	.name = "sync-in",
+	.fn = cmd_sync_in,
+	.synopsis = "SESSION HOSTDIR [options]",
+	.about = "copy host HOSTDIR into the workspace",
+	.shortopts = "h",
+	.opts = { sync_in_options },
+};
+
+const cli_command cli_cmd_sync_out = {
+	.name = "sync-out",
+	.fn = cmd_sync_out,
+	.synopsis = "SESSION HOSTDIR [PATH] [options]",
+	.about = "copy the workspace (or PATH in it) to host HOSTDIR",
+	.shortopts = "h",
+	.opts = { sync_out_options },
+};
 
 static int run_sync(cli_globals *g, int argc, char **argv, int in)
 {
-	static const struct option opts[] = {
-		{ "exclude", required_argument, NULL, 'x' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *usage = in ? USAGE_IN : USAGE_OUT;
+	const cli_command *cmd = in ? &cli_cmd_sync_in : &cli_cmd_sync_out;
+	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_sync_options so = HUTCH_SYNC_OPTIONS_INIT;
 	cli_sync_progress_state ps = { in ? "sync-in" : "sync-out", 0, 0, 0 };
 	hutch_sync_stats st;
@@ -165,7 +185,10 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 	const char *name, *hostdir, *path = NULL;
 	int c, json = 0, rc = EXIT_HUTCH_FAILED, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	/* sync-in's options for both, so that sync-out can say why it
+	 * refuses --exclude. */
+	cli_long_options(&cli_cmd_sync_in, lo);
+	while ((c = cli_next_option(cmd, lo, argc, argv)) != -1) {
 		switch (c) {
 		case 'x':
 			if (!in) {
@@ -181,7 +204,7 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 			json = 1;
 			break;
 		case 'h':
-			puts(usage);
+			cli_help(cmd, stdout);
 			rc = 0;
 			goto out;
 		default:
@@ -189,7 +212,7 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 		}
 	}
 	if (argc - optind != 2 && (in || argc - optind != 3)) {
-		cli_error("%s", usage);
+		cli_usage_error(cmd);
 		goto out;
 	}
 	name = argv[optind];
@@ -201,12 +224,10 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 	ps.tty = isatty(STDERR_FILENO);
 	so.progress = cli_sync_progress;
 	so.payload = &ps;
-	if (hutch_cancel_new(&interrupt, &err) < 0) {
+	if (cli_cancel_begin(&so.cancel, 0, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
-	so.cancel = interrupt;
-	catch_signals();
 	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
 	    0)
 		goto out;
@@ -231,24 +252,6 @@ out:
 	hutch_session_free(s);
 	hutch_engine_free(engine);
 	cli_strv_free(&excl);
-	if (interrupt) {
-		hutch_cancel *cancel = interrupt;
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		interrupt = NULL;
-		hutch_cancel_free(cancel);
-	}
+	cli_cancel_end();
 	return rc;
-}
-
-int cmd_sync_in(cli_globals *g, int argc, char **argv)
-{
-	return run_sync(g, argc, argv, 1);
-}
-
-int cmd_sync_out(cli_globals *g, int argc, char **argv)
-{
-	return run_sync(g, argc, argv, 0);
 }

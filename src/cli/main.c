@@ -1,5 +1,5 @@
 /*
- * main.c - the hutch command: global options and the command table
+ * main.c - the hutch command: global options, then the command (commands.c)
  */
 #include <getopt.h>
 #include <signal.h>
@@ -9,59 +9,18 @@
 
 #include "cli.h"
 
-static int cmd_version(cli_globals *g, int argc, char **argv)
-{
-	printf("hutch %s\n", hutch_version());
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	cli_cmd_fn fn;
-	const char *usage;
-} commands[] = {
-	{ "up", cmd_up,
-	  "up SESSION [--image IMG] [--workspace DIR | --seed DIR [--exclude GLOB]...] [--env K=V]... [--json]" },
-	{ "exec", cmd_exec,
-	  "exec SESSION [--timeout SEC] [--workdir DIR] [--env K=V]... [--json] [--max-output BYTES] [--] ARGV..." },
-	{ "sh", cmd_sh, "sh SESSION [exec options] 'SHELL COMMAND'" },
-	{ "sync-in", cmd_sync_in,
-	  "sync-in SESSION HOSTDIR [--exclude GLOB]... [--json]" },
-	{ "sync-out", cmd_sync_out,
-	  "sync-out SESSION HOSTDIR [PATH] [--json]" },
-	{ "read", cmd_read,
-	  "read SESSION PATH [--offset LINE] [--limit N] [--json]" },
-	{ "write", cmd_write,
-	  "write SESSION PATH [--content TEXT] [--json]   (stdin without --content)" },
-	{ "edit", cmd_edit,
-	  "edit SESSION PATH --old TEXT --new TEXT [--all] [--json]" },
-	{ "grep", cmd_grep,
-	  "grep SESSION PATTERN [PATH] [--include GLOB]... [-i] [--max N] [--json]" },
-	{ "find", cmd_find,
-	  "find SESSION GLOB [PATH] [--type f|d] [--max N] [--json]" },
-	{ "ls", cmd_ls, "ls SESSION [PATH] [--json]" },
-	{ "sessions", cmd_sessions, "sessions [--json | --names]" },
-	{ "rm", cmd_rm, "rm [--force] SESSION... | rm --all" },
-	{ "gc", cmd_gc,
-	  "gc --idle DURATION [--match GLOB] [--dry-run] [--json]   (remove idle sessions)" },
-	{ "doctor", cmd_doctor, "doctor [--json]" },
-	{ "batch", cmd_batch,
-	  "batch FILE.jsonl|- [--parallel N] [--keep] [--timeout SEC] [--max-output BYTES] [--image IMG]" },
-	{ "mcp", cmd_mcp,
-	  "mcp [--session NAME] [--rm] [--image IMG] [--workspace DIR] [--env K=V]...   (MCP server on stdio)" },
-	{ "version", cmd_version, "version" },
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hutch [--engine URL]... COMMAND ...\n\n"
 		"Persistent, network-less container sandboxes over the Docker/Podman API.\n\n"
 		"commands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  hutch %s\n", commands[i].usage);
+	for (size_t i = 0; i < cli_command_count; i++)
+		fprintf(f, "  hutch %s %s\n      %s\n", cli_commands[i]->name,
+			cli_commands[i]->synopsis, cli_commands[i]->about);
 	fprintf(f,
-		"\nThe engine is --engine, else $HUTCH_ENGINE, $DOCKER_HOST, $CONTAINER_HOST,\n"
+		"\n'hutch COMMAND --help' lists a command's options.\n"
+		"The engine is --engine, else $HUTCH_ENGINE, $DOCKER_HOST, $CONTAINER_HOST,\n"
 		"else the usual Docker and Podman sockets.  Several engines (--engine more\n"
 		"than once, or $HUTCH_ENGINES): each session lives on one.  See hutch(1).\n");
 }
@@ -95,7 +54,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			return cmd_version(&g, 0, NULL);
+			printf("hutch %s\n", hutch_version());
+			return 0;
 		default:
 			usage(stderr);
 			return EXIT_HUTCH_FAILED;
@@ -105,14 +65,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_HUTCH_FAILED;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(argv[optind], commands[i].name) == 0) {
+	for (size_t i = 0; i < cli_command_count; i++) {
+		if (strcmp(argv[optind], cli_commands[i]->name) == 0) {
 			int sub_argc = argc - optind;
 			char **sub_argv = argv + optind;
 
 			optind =
 				0; /* each command parses its own options afresh */
-			return commands[i].fn(&g, sub_argc, sub_argv);
+			return cli_commands[i]->fn(&g, sub_argc, sub_argv);
 		}
 	}
 	cli_error("unknown command '%s'; see 'hutch --help'", argv[optind]);

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "cli.h"
 #include "duration.h"
@@ -29,6 +31,61 @@ int cli_fail(hutch_error *err)
 	cli_error("%s", hutch_error_message(err));
 	hutch_error_free(err);
 	return EXIT_HUTCH_FAILED;
+}
+
+void cli_print_json(json_object *o)
+{
+	puts(json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* --- cancelling on a signal ------------------------------------------- */
+
+static const int cancel_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static hutch_cancel *volatile cancel_current;
+static volatile sig_atomic_t cancel_signo;
+static struct sigaction cancel_old[3];
+
+static void on_cancel_signal(int sig)
+{
+	cancel_signo = sig;
+	/* hutch_cancel_raise is async-signal-safe (exec.h). */
+	hutch_cancel_raise(cancel_current);
+}
+
+int cli_cancel_begin(hutch_cancel **out, int sa_flags, hutch_error **err)
+{
+	struct sigaction sa;
+
+	if (hutch_cancel_new(out, err) < 0)
+		return -1;
+	cancel_current = *out;
+	cancel_signo = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel_signal;
+	sa.sa_flags = sa_flags;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < 3; i++)
+		sigaction(cancel_signals[i], &sa, &cancel_old[i]);
+	return 0;
+}
+
+int cli_cancel_signal(void)
+{
+	return cancel_signo;
+}
+
+void cli_cancel_end(void)
+{
+	hutch_cancel *cancel = cancel_current;
+
+	if (!cancel)
+		return;
+	/* The handler may still fire: unhook it before freeing. */
+	for (size_t i = 0; i < 3; i++)
+		sigaction(cancel_signals[i], &cancel_old[i], NULL);
+	cancel_current = NULL;
+	hutch_cancel_free(cancel);
 }
 
 int cli_fleet(cli_globals *g, hutch_fleet **out)

@@ -27,6 +27,7 @@
 #include "secrets.h"
 #include "session_internal.h"
 #include "utf8.h"
+#include "workdir.h"
 
 /* The agent's own deadline trails hutch's, so it only acts when the hutch
  * process that should have killed the command has vanished. */
@@ -396,11 +397,6 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 		if ((rc = check_utf8(set, what, o->argv[i], err)) < 0)
 			return rc;
 	}
-	if (o->workdir && o->workdir[0] != '/')
-		return hutch__error_set(
-			err, HUTCH_EINVALID,
-			"working directory '%.200s' must be absolute",
-			o->workdir);
 	if (o->workdir &&
 	    check_utf8(set, "working directory", o->workdir, err) < 0)
 		return HUTCH_EINVALID;
@@ -479,9 +475,8 @@ static json_object *exec_body(const struct run *r)
 	json_object_object_add(body, "Tty", json_object_new_boolean(0));
 	json_object_object_add(body, "Cmd", cmd);
 	json_object_object_add(body, "Env", env);
-	json_object_object_add(
-		body, "WorkingDir",
-		json_object_new_string(o->workdir ? o->workdir : "/workspace"));
+	json_object_object_add(body, "WorkingDir",
+			       hutch__workdir_json(o->workdir));
 	return body;
 }
 

@@ -326,18 +326,16 @@ static int fail(json_object **reply, json_object *id, int code, const char *msg)
 	return -1;
 }
 
-int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
-		      json_object **reply)
+/* The line as one JSON object into *out: 0, or -1 with *reply set. */
+static int parse_object(const char *line, size_t len, json_object **out,
+			json_object **reply)
 {
 	json_tokener *tok;
-	json_object *root, *v, *id = NULL;
+	json_object *root;
 	enum json_tokener_error jerr;
 	char *copy = NULL;
-	int has_id;
 	char m[160];
 
-	memset(msg, 0, sizeof(*msg));
-	*reply = NULL;
 	if (len >= (size_t)INT32_MAX)
 		return fail(reply, NULL, MCP_INVALID_REQUEST,
 			    "message too large");
@@ -407,7 +405,20 @@ int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
 		return fail(reply, NULL, MCP_INVALID_REQUEST,
 			    "invalid request: expected a JSON-RPC 2.0 object");
 	}
+	*out = root;
+	return 0;
+}
 
+int mcp_message_parse(mcp_message *msg, const char *line, size_t len,
+		      json_object **reply)
+{
+	json_object *root, *v, *id = NULL;
+	int has_id;
+
+	memset(msg, 0, sizeof(*msg));
+	*reply = NULL;
+	if (parse_object(line, len, &root, reply) < 0)
+		return -1;
 	has_id = json_object_object_get_ex(root, "id", &id);
 	if (has_id && !id_valid(id)) {
 		json_object_put(root);
@@ -592,231 +603,255 @@ static int check_type(json_object *schema, json_object *value,
 	return 0;
 }
 
-int mcp_schema_check(json_object *schema, json_object *value, const char *where,
-		     char *msg, size_t msgsz)
+/* anyOf: 0 when some branch accepts the value (or there is no anyOf). */
+static int check_any_of(json_object *schema, json_object *value,
+			const char *where, char *msg, size_t msgsz)
 {
-	json_object *k, *props = NULL, *addl = NULL;
+	json_object *k;
 	char what[300];
+	size_t n, off;
 
-	if (!schema || !json_object_is_type(schema, json_type_object))
+	if (!json_object_object_get_ex(schema, "anyOf", &k) ||
+	    !json_object_is_type(k, json_type_array))
 		return 0;
+	n = json_object_array_length(k);
+	for (size_t i = 0; i < n; i++)
+		if (mcp_schema_check(json_object_array_get_idx(k, i), value,
+				     where, msg, msgsz) == 0)
+			return 0;
+	/* A branch of the value's own type knows best what is wrong with it
+	 * ("'command' must not be empty"). */
+	for (size_t i = 0; i < n; i++) {
+		json_object *br = json_object_array_get_idx(k, i), *t;
 
-	if (json_object_object_get_ex(schema, "anyOf", &k) &&
-	    json_object_is_type(k, json_type_array)) {
-		size_t n = json_object_array_length(k), off;
-
-		for (size_t i = 0; i < n; i++)
-			if (mcp_schema_check(json_object_array_get_idx(k, i),
-					     value, where, msg, msgsz) == 0)
-				goto any_ok;
-		/* A branch of the value's own type knows best what is
-		 * wrong with it ("'command' must not be empty"). */
-		for (size_t i = 0; i < n; i++) {
-			json_object *br = json_object_array_get_idx(k, i), *t;
-
-			if (json_object_object_get_ex(br, "type", &t) &&
-			    json_object_is_type(t, json_type_string) &&
-			    type_matches(json_object_get_string(t), value))
-				return mcp_schema_check(br, value, where, msg,
-							msgsz);
-		}
-		/* Else: name the types there are. */
-		off = (size_t)snprintf(what, sizeof(what), "must be");
-		for (size_t i = 0; i < n && off < sizeof(what); i++) {
-			json_object *t = NULL;
-
-			json_object_object_get_ex(
-				json_object_array_get_idx(k, i), "type", &t);
-			off += (size_t)snprintf(
-				what + off, sizeof(what) - off, "%s%s",
-				i == 0 ? " " : " or ",
-				t ? type_phrase(json_object_get_string(t)) :
-				    "something else");
-		}
-		return bad(msg, msgsz, where, what);
+		if (json_object_object_get_ex(br, "type", &t) &&
+		    json_object_is_type(t, json_type_string) &&
+		    type_matches(json_object_get_string(t), value))
+			return mcp_schema_check(br, value, where, msg, msgsz);
 	}
-any_ok:
-	if (check_type(schema, value, where, msg, msgsz) < 0)
-		return -1;
+	/* Else: name the types there are. */
+	off = (size_t)snprintf(what, sizeof(what), "must be");
+	for (size_t i = 0; i < n && off < sizeof(what); i++) {
+		json_object *t = NULL;
 
-	if (json_object_object_get_ex(schema, "enum", &k) &&
-	    json_object_is_type(k, json_type_array)) {
-		size_t n = json_object_array_length(k), off;
-		int found = 0;
+		json_object_object_get_ex(json_object_array_get_idx(k, i),
+					  "type", &t);
+		off += (size_t)snprintf(
+			what + off, sizeof(what) - off, "%s%s",
+			i == 0 ? " " : " or ",
+			t ? type_phrase(json_object_get_string(t)) :
+			    "something else");
+	}
+	return bad(msg, msgsz, where, what);
+}
 
-		for (size_t i = 0; i < n && !found; i++) {
-			json_object *e = json_object_array_get_idx(k, i);
+static int check_enum(json_object *schema, json_object *value,
+		      const char *where, char *msg, size_t msgsz)
+{
+	json_object *k;
+	char what[300];
+	size_t n, off;
+	int found = 0;
 
-			found = json_object_get_type(e) ==
-					json_object_get_type(value) &&
-				json_object_equal(e, value);
-		}
-		if (!found) {
-			off = (size_t)snprintf(what, sizeof(what),
-					       "must be one of");
-			for (size_t i = 0; i < n && off < sizeof(what); i++)
-				off += (size_t)snprintf(
-					what + off, sizeof(what) - off, "%s%s",
+	if (!json_object_object_get_ex(schema, "enum", &k) ||
+	    !json_object_is_type(k, json_type_array))
+		return 0;
+	n = json_object_array_length(k);
+	for (size_t i = 0; i < n && !found; i++) {
+		json_object *e = json_object_array_get_idx(k, i);
+
+		found = json_object_get_type(e) ==
+				json_object_get_type(value) &&
+			json_object_equal(e, value);
+	}
+	if (found)
+		return 0;
+	off = (size_t)snprintf(what, sizeof(what), "must be one of");
+	for (size_t i = 0; i < n && off < sizeof(what); i++)
+		off += (size_t)snprintf(what + off, sizeof(what) - off, "%s%s",
 					i == 0 ? " " : ", ",
 					json_object_to_json_string_ext(
 						json_object_array_get_idx(k, i),
 						JSON_C_TO_STRING_PLAIN));
-			return bad(msg, msgsz, where, what);
-		}
+	return bad(msg, msgsz, where, what);
+}
+
+static int check_number(json_object *schema, json_object *value,
+			const char *where, char *msg, size_t msgsz)
+{
+	json_object *k;
+	char what[300];
+	double d = num(value);
+
+	if (json_object_object_get_ex(schema, "minimum", &k) && d < num(k)) {
+		snprintf(what, sizeof(what), "must be at least %s",
+			 json_object_to_json_string(k));
+		return bad(msg, msgsz, where, what);
 	}
-
-	switch (json_object_get_type(value)) {
-	case json_type_int:
-	case json_type_double: {
-		double d = num(value);
-
-		if (json_object_object_get_ex(schema, "minimum", &k) &&
-		    d < num(k)) {
-			snprintf(what, sizeof(what), "must be at least %s",
-				 json_object_to_json_string(k));
-			return bad(msg, msgsz, where, what);
-		}
-		if (json_object_object_get_ex(schema, "exclusiveMinimum", &k) &&
-		    d <= num(k)) {
-			snprintf(what, sizeof(what), "must be more than %s",
-				 json_object_to_json_string(k));
-			return bad(msg, msgsz, where, what);
-		}
-		if (json_object_object_get_ex(schema, "maximum", &k) &&
-		    d > num(k)) {
-			snprintf(what, sizeof(what), "must be at most %s",
-				 json_object_to_json_string(k));
-			return bad(msg, msgsz, where, what);
-		}
-		break;
+	if (json_object_object_get_ex(schema, "exclusiveMinimum", &k) &&
+	    d <= num(k)) {
+		snprintf(what, sizeof(what), "must be more than %s",
+			 json_object_to_json_string(k));
+		return bad(msg, msgsz, where, what);
 	}
-	case json_type_string: {
-		size_t len = (size_t)json_object_get_string_len(value);
-
-		if (json_object_object_get_ex(schema, "minLength", &k) &&
-		    len < (size_t)json_object_get_int64(k))
-			return bad(msg, msgsz, where,
-				   json_object_get_int64(k) == 1 ?
-					   "must not be empty" :
-					   "is too short");
-		if (json_object_object_get_ex(schema, "maxLength", &k) &&
-		    len > (size_t)json_object_get_int64(k)) {
-			snprintf(what, sizeof(what),
-				 "is longer than %lld characters",
-				 (long long)json_object_get_int64(k));
-			return bad(msg, msgsz, where, what);
-		}
-		break;
-	}
-	case json_type_array: {
-		size_t n = json_object_array_length(value);
-		json_object *items = NULL;
-
-		if (json_object_object_get_ex(schema, "minItems", &k) &&
-		    n < (size_t)json_object_get_int64(k))
-			return bad(msg, msgsz, where,
-				   json_object_get_int64(k) == 1 ?
-					   "must not be empty" :
-					   "has too few items");
-		if (json_object_object_get_ex(schema, "maxItems", &k) &&
-		    n > (size_t)json_object_get_int64(k)) {
-			snprintf(what, sizeof(what), "has more than %lld items",
-				 (long long)json_object_get_int64(k));
-			return bad(msg, msgsz, where, what);
-		}
-		json_object_object_get_ex(schema, "items", &items);
-		for (size_t i = 0; items && i < n; i++) {
-			char sub[160];
-
-			snprintf(sub, sizeof(sub), "%s[%zu]",
-				 where ? where : "", i);
-			if (mcp_schema_check(
-				    items, json_object_array_get_idx(value, i),
-				    sub, msg, msgsz) < 0)
-				return -1;
-		}
-		break;
-	}
-	case json_type_object: {
-		json_object_object_get_ex(schema, "properties", &props);
-		json_object_object_get_ex(schema, "additionalProperties",
-					  &addl);
-		if (json_object_object_get_ex(schema, "required", &k) &&
-		    json_object_is_type(k, json_type_array)) {
-			for (size_t i = 0; i < json_object_array_length(k);
-			     i++) {
-				const char *req = json_object_get_string(
-					json_object_array_get_idx(k, i));
-
-				if (!json_object_object_get_ex(value, req,
-							       NULL)) {
-					if (!where || !*where)
-						snprintf(
-							msg, msgsz,
-							"missing required argument '%s'",
-							req);
-					else
-						snprintf(msg, msgsz,
-							 "'%s' lacks '%s'",
-							 where, req);
-					return -1;
-				}
-			}
-		}
-		json_object_object_foreach(value, key, child)
-		{
-			json_object *ps = NULL;
-			char sub[160];
-
-			snprintf(sub, sizeof(sub), "%s%s%s", where ? where : "",
-				 where && *where ? "." : "", key);
-			if (props &&
-			    json_object_object_get_ex(props, key, &ps)) {
-				if (mcp_schema_check(ps, child, sub, msg,
-						     msgsz) < 0)
-					return -1;
-			} else if (addl &&
-				   json_object_is_type(addl,
-						       json_type_boolean) &&
-				   !json_object_get_boolean(addl)) {
-				size_t off;
-
-				/* Name the arguments there are, so a model
-				 * that guessed a name can fix it. */
-				off = (size_t)snprintf(msg, msgsz,
-						       "unknown argument '%s'",
-						       sub);
-				if (props && off < msgsz) {
-					int first = 1;
-
-					off += (size_t)snprintf(
-						msg + off, msgsz - off,
-						"; the arguments are");
-					json_object_object_foreach(props, pk,
-								   pv)
-					{
-						(void)pv;
-						if (off >= msgsz)
-							break;
-						off += (size_t)snprintf(
-							msg + off, msgsz - off,
-							"%s%s",
-							first ? " " : ", ", pk);
-						first = 0;
-					}
-				}
-				return -1;
-			} else if (addl && json_object_is_type(
-						   addl, json_type_object)) {
-				if (mcp_schema_check(addl, child, sub, msg,
-						     msgsz) < 0)
-					return -1;
-			}
-		}
-		break;
-	}
-	default:
-		break;
+	if (json_object_object_get_ex(schema, "maximum", &k) && d > num(k)) {
+		snprintf(what, sizeof(what), "must be at most %s",
+			 json_object_to_json_string(k));
+		return bad(msg, msgsz, where, what);
 	}
 	return 0;
+}
+
+static int check_string(json_object *schema, json_object *value,
+			const char *where, char *msg, size_t msgsz)
+{
+	json_object *k;
+	char what[300];
+	size_t len = (size_t)json_object_get_string_len(value);
+
+	if (json_object_object_get_ex(schema, "minLength", &k) &&
+	    len < (size_t)json_object_get_int64(k))
+		return bad(msg, msgsz, where,
+			   json_object_get_int64(k) == 1 ? "must not be empty" :
+							   "is too short");
+	if (json_object_object_get_ex(schema, "maxLength", &k) &&
+	    len > (size_t)json_object_get_int64(k)) {
+		snprintf(what, sizeof(what), "is longer than %lld characters",
+			 (long long)json_object_get_int64(k));
+		return bad(msg, msgsz, where, what);
+	}
+	return 0;
+}
+
+static int check_array(json_object *schema, json_object *value,
+		       const char *where, char *msg, size_t msgsz)
+{
+	json_object *k, *items = NULL;
+	char what[300];
+	size_t n = json_object_array_length(value);
+
+	if (json_object_object_get_ex(schema, "minItems", &k) &&
+	    n < (size_t)json_object_get_int64(k))
+		return bad(msg, msgsz, where,
+			   json_object_get_int64(k) == 1 ? "must not be empty" :
+							   "has too few items");
+	if (json_object_object_get_ex(schema, "maxItems", &k) &&
+	    n > (size_t)json_object_get_int64(k)) {
+		snprintf(what, sizeof(what), "has more than %lld items",
+			 (long long)json_object_get_int64(k));
+		return bad(msg, msgsz, where, what);
+	}
+	json_object_object_get_ex(schema, "items", &items);
+	for (size_t i = 0; items && i < n; i++) {
+		char sub[160];
+
+		snprintf(sub, sizeof(sub), "%s[%zu]", where ? where : "", i);
+		if (mcp_schema_check(items, json_object_array_get_idx(value, i),
+				     sub, msg, msgsz) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* "unknown argument 'x'", naming the arguments there are, so that a model
+ * that guessed a name can fix it.  -1. */
+static int unknown_argument(json_object *props, const char *sub, char *msg,
+			    size_t msgsz)
+{
+	size_t off = (size_t)snprintf(msg, msgsz, "unknown argument '%s'", sub);
+	int first = 1;
+
+	if (!props || off >= msgsz)
+		return -1;
+	off += (size_t)snprintf(msg + off, msgsz - off, "; the arguments are");
+	json_object_object_foreach(props, pk, pv)
+	{
+		(void)pv;
+		if (off >= msgsz)
+			break;
+		off += (size_t)snprintf(msg + off, msgsz - off, "%s%s",
+					first ? " " : ", ", pk);
+		first = 0;
+	}
+	return -1;
+}
+
+static int check_required(json_object *schema, json_object *value,
+			  const char *where, char *msg, size_t msgsz)
+{
+	json_object *k;
+
+	if (!json_object_object_get_ex(schema, "required", &k) ||
+	    !json_object_is_type(k, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(k); i++) {
+		const char *req =
+			json_object_get_string(json_object_array_get_idx(k, i));
+
+		if (json_object_object_get_ex(value, req, NULL))
+			continue;
+		if (!where || !*where)
+			snprintf(msg, msgsz, "missing required argument '%s'",
+				 req);
+		else
+			snprintf(msg, msgsz, "'%s' lacks '%s'", where, req);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_object(json_object *schema, json_object *value,
+			const char *where, char *msg, size_t msgsz)
+{
+	json_object *props = NULL, *addl = NULL;
+
+	json_object_object_get_ex(schema, "properties", &props);
+	json_object_object_get_ex(schema, "additionalProperties", &addl);
+	if (check_required(schema, value, where, msg, msgsz) < 0)
+		return -1;
+	json_object_object_foreach(value, key, child)
+	{
+		json_object *ps = NULL;
+		char sub[160];
+
+		snprintf(sub, sizeof(sub), "%s%s%s", where ? where : "",
+			 where && *where ? "." : "", key);
+		if (props && json_object_object_get_ex(props, key, &ps)) {
+			if (mcp_schema_check(ps, child, sub, msg, msgsz) < 0)
+				return -1;
+		} else if (addl &&
+			   json_object_is_type(addl, json_type_boolean) &&
+			   !json_object_get_boolean(addl)) {
+			return unknown_argument(props, sub, msg, msgsz);
+		} else if (addl &&
+			   json_object_is_type(addl, json_type_object)) {
+			if (mcp_schema_check(addl, child, sub, msg, msgsz) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+int mcp_schema_check(json_object *schema, json_object *value, const char *where,
+		     char *msg, size_t msgsz)
+{
+	if (!schema || !json_object_is_type(schema, json_type_object))
+		return 0;
+	if (check_any_of(schema, value, where, msg, msgsz) < 0 ||
+	    check_type(schema, value, where, msg, msgsz) < 0 ||
+	    check_enum(schema, value, where, msg, msgsz) < 0)
+		return -1;
+	switch (json_object_get_type(value)) {
+	case json_type_int:
+	case json_type_double:
+		return check_number(schema, value, where, msg, msgsz);
+	case json_type_string:
+		return check_string(schema, value, where, msg, msgsz);
+	case json_type_array:
+		return check_array(schema, value, where, msg, msgsz);
+	case json_type_object:
+		return check_object(schema, value, where, msg, msgsz);
+	default:
+		return 0;
+	}
 }

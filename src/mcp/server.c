@@ -333,91 +333,153 @@ static void *worker(void *p)
 	return NULL;
 }
 
-static void handle_call(struct server *srv, json_object *id,
-			json_object *params)
+/* The tool, its arguments (borrowed, may be NULL) and its progress token
+ * (borrowed, may be NULL) of a tools/call: 0, or -1 after the error reply
+ * was sent. */
+static int call_params(struct server *srv, json_object *id, json_object *params,
+		       const mcp_tool **tool, json_object **args,
+		       json_object **token)
 {
-	json_object *name = NULL, *args = NULL, *meta = NULL, *token = NULL;
-	const mcp_tool *tool;
-	struct call *c;
-	pthread_attr_t attr;
-	pthread_t th;
-	hutch_error *err = NULL;
-	unsigned max = srv->cfg.max_calls ? srv->cfg.max_calls :
-					    MCP_DEFAULT_MAX_CALLS;
-	char msg[1200];
-	const char *version;
-	int rc;
+	json_object *name = NULL, *meta = NULL;
+	char msg[400];
 
 	if (!params || !json_object_object_get_ex(params, "name", &name) ||
 	    !json_object_is_type(name, json_type_string)) {
 		send_error(
 			srv, id, MCP_INVALID_PARAMS,
 			"invalid params: tools/call needs \"name\", a string");
-		return;
+		return -1;
 	}
-	tool = mcp_tool_find(json_object_get_string(name));
-	if (!tool) {
+	*tool = mcp_tool_find(json_object_get_string(name));
+	if (!*tool) {
 		snprintf(msg, sizeof(msg),
 			 "unknown tool '%.200s'; tools/list gives the tools",
 			 json_object_get_string(name));
 		send_error(srv, id, MCP_INVALID_PARAMS, msg);
-		return;
+		return -1;
 	}
-	if (json_object_object_get_ex(params, "arguments", &args) &&
-	    !json_object_is_type(args, json_type_null) &&
-	    !json_object_is_type(args, json_type_object)) {
+	if (json_object_object_get_ex(params, "arguments", args) &&
+	    !json_object_is_type(*args, json_type_null) &&
+	    !json_object_is_type(*args, json_type_object)) {
 		send_error(srv, id, MCP_INVALID_PARAMS,
 			   "invalid params: \"arguments\" must be an object");
-		return;
+		return -1;
 	}
-	if (json_object_object_get_ex(params, "_meta", &meta)) {
-		if (!json_object_is_type(meta, json_type_object)) {
-			send_error(
-				srv, id, MCP_INVALID_PARAMS,
-				"invalid params: \"_meta\" must be an object");
-			return;
-		}
-		if (json_object_object_get_ex(meta, "progressToken", &token) &&
-		    !json_object_is_type(token, json_type_string) &&
-		    !json_object_is_type(token, json_type_int)) {
-			send_error(
-				srv, id, MCP_INVALID_PARAMS,
-				"invalid params: \"progressToken\" must be a string or "
-				"an integer");
-			return;
-		}
+	if (!json_object_object_get_ex(params, "_meta", &meta))
+		return 0;
+	if (!json_object_is_type(meta, json_type_object)) {
+		send_error(srv, id, MCP_INVALID_PARAMS,
+			   "invalid params: \"_meta\" must be an object");
+		return -1;
 	}
+	if (json_object_object_get_ex(meta, "progressToken", token) &&
+	    !json_object_is_type(*token, json_type_string) &&
+	    !json_object_is_type(*token, json_type_int)) {
+		send_error(
+			srv, id, MCP_INVALID_PARAMS,
+			"invalid params: \"progressToken\" must be a string or "
+			"an integer");
+		return -1;
+	}
+	return 0;
+}
+
+/* The arguments checked against the tool's input schema, before anything
+ * runs: a new reference ({} for none), or NULL after the reply was sent. */
+static json_object *call_args(struct server *srv, json_object *id,
+			      const mcp_tool *tool, json_object *args)
+{
+	json_object *empty = NULL;
+	const char *version;
+	char why[1000], msg[1200];
 
 	pthread_mutex_lock(&srv->lock);
 	version = srv->version;
 	pthread_mutex_unlock(&srv->lock);
+	if (!args || json_object_is_type(args, json_type_null))
+		args = empty = json_object_new_object();
+	if (mcp_schema_check(mcp_tool_input_schema(tool), args, "", why,
+			     sizeof(why)) < 0) {
+		snprintf(msg, sizeof(msg), "%s: invalid arguments: %s",
+			 mcp_tool_name(tool), why);
+		json_object_put(empty);
+		if (mcp_version_args_as_tool_error(version))
+			send_msg(srv, mcp_result_reply(
+					      id, mcp_tool_error_result(msg)));
+		else
+			send_error(srv, id, MCP_INVALID_PARAMS, msg);
+		return NULL;
+	}
+	return empty ? empty : json_object_get(args);
+}
 
-	/* Arguments against the tool's input schema, before anything runs. */
-	{
-		json_object *empty = NULL;
-		char why[1000];
+/* Register the call and start its worker thread, unless a call with its id
+ * still runs or too many do; every refusal is answered here. */
+static void call_start(struct server *srv, struct call *c)
+{
+	unsigned max = srv->cfg.max_calls ? srv->cfg.max_calls :
+					    MCP_DEFAULT_MAX_CALLS;
+	json_object *id = c->id;
+	pthread_attr_t attr;
+	pthread_t th;
+	char msg[400];
+	int rc;
 
-		if (!args || json_object_is_type(args, json_type_null))
-			args = empty = json_object_new_object();
-		if (mcp_schema_check(mcp_tool_input_schema(tool), args, "", why,
-				     sizeof(why)) < 0) {
-			snprintf(msg, sizeof(msg), "%s: invalid arguments: %s",
-				 mcp_tool_name(tool), why);
-			json_object_put(empty);
-			if (mcp_version_args_as_tool_error(version))
-				send_msg(srv, mcp_result_reply(
-						      id, mcp_tool_error_result(
-								  msg)));
-			else
-				send_error(srv, id, MCP_INVALID_PARAMS, msg);
+	pthread_mutex_lock(&srv->lock);
+	for (struct call *o = srv->calls; o; o = o->next) {
+		if (mcp_id_equal(o->id, id)) {
+			pthread_mutex_unlock(&srv->lock);
+			send_error(
+				srv, id, MCP_INVALID_REQUEST,
+				"invalid request: a call with this id is still running");
+			call_free(c);
 			return;
 		}
-		if (empty)
-			args = empty;
-		else
-			json_object_get(args);
 	}
+	if (srv->ncalls >= max) {
+		pthread_mutex_unlock(&srv->lock);
+		snprintf(
+			msg, sizeof(msg),
+			"%s: %u tool calls are already running, the most hutch runs at "
+			"once; wait for one of them to finish and call again",
+			mcp_tool_name(c->tool), max);
+		send_msg(srv, mcp_result_reply(id, mcp_tool_error_result(msg)));
+		call_free(c);
+		return;
+	}
+	c->next = srv->calls;
+	srv->calls = c;
+	srv->ncalls++;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &attr, worker, c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		srv->calls = c->next;
+		srv->ncalls--;
+		pthread_mutex_unlock(&srv->lock);
+		snprintf(msg, sizeof(msg),
+			 "cannot start a thread for the call: %s",
+			 strerror(rc));
+		send_error(srv, id, MCP_INTERNAL_ERROR, msg);
+		call_free(c);
+		return;
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
 
+static void handle_call(struct server *srv, json_object *id,
+			json_object *params)
+{
+	json_object *args = NULL, *token = NULL;
+	const mcp_tool *tool = NULL;
+	struct call *c;
+	hutch_error *err = NULL;
+
+	if (call_params(srv, id, params, &tool, &args, &token) < 0)
+		return;
+	if (!(args = call_args(srv, id, tool, args)))
+		return;
 	c = calloc(1, sizeof(*c));
 	if (!c || hutch_cancel_new(&c->cancel, &err) < 0) {
 		hutch_error_free(err);
@@ -432,48 +494,7 @@ static void handle_call(struct server *srv, json_object *id,
 	c->token = token ? json_object_get(token) : NULL;
 	c->tool = tool;
 	c->started_ms = now_ms();
-
-	pthread_mutex_lock(&srv->lock);
-	for (struct call *o = srv->calls; o; o = o->next) {
-		if (mcp_id_equal(o->id, id)) {
-			pthread_mutex_unlock(&srv->lock);
-			call_free(c);
-			send_error(
-				srv, id, MCP_INVALID_REQUEST,
-				"invalid request: a call with this id is still running");
-			return;
-		}
-	}
-	if (srv->ncalls >= max) {
-		pthread_mutex_unlock(&srv->lock);
-		call_free(c);
-		snprintf(
-			msg, sizeof(msg),
-			"%s: %u tool calls are already running, the most hutch runs at "
-			"once; wait for one of them to finish and call again",
-			mcp_tool_name(tool), max);
-		send_msg(srv, mcp_result_reply(id, mcp_tool_error_result(msg)));
-		return;
-	}
-	c->next = srv->calls;
-	srv->calls = c;
-	srv->ncalls++;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&th, &attr, worker, c);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		srv->calls = c->next;
-		srv->ncalls--;
-		pthread_mutex_unlock(&srv->lock);
-		call_free(c);
-		snprintf(msg, sizeof(msg),
-			 "cannot start a thread for the call: %s",
-			 strerror(rc));
-		send_error(srv, id, MCP_INTERNAL_ERROR, msg);
-		return;
-	}
-	pthread_mutex_unlock(&srv->lock);
+	call_start(srv, c);
 }
 
 static void handle_cancelled(struct server *srv, json_object *params)

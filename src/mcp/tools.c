@@ -455,98 +455,59 @@ static void put_stream(FILE *f, json_object *doc, const char *name)
 		fputc('\n', f);
 }
 
-static json_object *run_exec(json_object *args, hutch_session *s,
-			     mcp_call_ctx *ctx)
+/* The command's argv from "command" (an array, or a string for sh -c),
+ * borrowed from `args`.  NULL with `*r` set to the tool error (or left
+ * NULL when out of memory). */
+static const char **exec_argv(json_object *args, size_t *argc, json_object **r)
 {
-	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
-	hutch_exec_result *res = NULL;
-	hutch_error *err = NULL;
-	json_object *cmd = NULL, *doc = NULL, *r = NULL;
-	const char **argv = NULL;
-	const char *workdir = arg_str(args, "workdir", NULL);
-	char *wd = NULL, *json = NULL;
-	size_t argc = 0;
-	double timeout = EXEC_DEFAULT_TIMEOUT_S;
-	json_object *tv;
-	text t;
+	json_object *cmd = NULL;
+	const char **argv;
 
 	json_object_object_get_ex(args, "command", &cmd);
 	if (json_object_is_type(cmd, json_type_string)) {
-		if (has_nul(args, "command"))
-			return errorf(
-				"exec: 'command' contains a NUL character");
+		if (has_nul(args, "command")) {
+			*r = errorf("exec: 'command' contains a NUL character");
+			return NULL;
+		}
 		argv = calloc(3, sizeof(*argv));
 		if (!argv)
 			return NULL;
 		argv[0] = "sh";
 		argv[1] = "-c";
 		argv[2] = json_object_get_string(cmd);
-		argc = 3;
-	} else {
-		argc = json_object_array_length(cmd);
-		argv = calloc(argc + 1, sizeof(*argv));
-		if (!argv)
+		*argc = 3;
+		return argv;
+	}
+	*argc = json_object_array_length(cmd);
+	argv = calloc(*argc + 1, sizeof(*argv));
+	if (!argv)
+		return NULL;
+	for (size_t i = 0; i < *argc; i++) {
+		json_object *a = json_object_array_get_idx(cmd, i);
+
+		argv[i] = json_object_get_string(a);
+		if (strlen(argv[i]) != (size_t)json_object_get_string_len(a)) {
+			*r = errorf(
+				"exec: 'command[%zu]' contains a NUL character",
+				i);
+			free(argv);
 			return NULL;
-		for (size_t i = 0; i < argc; i++) {
-			json_object *a = json_object_array_get_idx(cmd, i);
-
-			argv[i] = json_object_get_string(a);
-			if (strlen(argv[i]) !=
-			    (size_t)json_object_get_string_len(a)) {
-				r = errorf(
-					"exec: 'command[%zu]' contains a NUL character",
-					i);
-				goto out;
-			}
 		}
 	}
-	if (json_object_object_get_ex(args, "timeout", &tv))
-		timeout = json_object_get_double(tv);
-	if (workdir) {
-		if (has_nul(args, "workdir")) {
-			r = errorf("exec: 'workdir' contains a NUL character");
-			goto out;
-		}
-		/* As `hutch exec --workdir`: relative means under /workspace. */
-		if (workdir[0] == '/')
-			wd = strdup(workdir);
-		else if (asprintf(&wd, "/workspace/%s", workdir) < 0)
-			wd = NULL;
-		if (!wd)
-			goto out;
-	}
-	o.argv = argv;
-	o.argc = argc;
-	o.workdir = wd;
-	o.timeout_ms = (uint64_t)(timeout * 1000.0);
-	if (o.timeout_ms == 0)
-		o.timeout_ms = 1; /* 0 would mean none */
-	o.capture = 1;
-	o.max_output = EXEC_MAX_OUTPUT;
-	o.on_output = exec_on_output;
-	o.payload = ctx;
-	o.cancel = ctx->cancel;
+	return argv;
+}
 
-	if (hutch_exec_run(&res, s, &o, &err) < 0) {
-		r = tool_error(err, NULL);
-		goto out;
-	}
-	if (hutch_exec_result_to_json(&json, res, ctx->session, argv, argc,
-				      &err) < 0) {
-		r = tool_error(err, NULL);
-		goto out;
-	}
-	doc = parse_json(json);
-	if (!doc || text_open(&t) < 0)
-		goto out;
-
+/* The first line of the text result: how the command ended, and what the
+ * model can do about it. */
+static void exec_status_line(FILE *f, const hutch_exec_result *res,
+			     double timeout)
+{
 	switch (hutch_exec_result_status(res)) {
 	case HUTCH_EXEC_OK:
-		fprintf(t.f, "exit code %d\n",
-			hutch_exec_result_exit_code(res));
+		fprintf(f, "exit code %d\n", hutch_exec_result_exit_code(res));
 		break;
 	case HUTCH_EXEC_TIMEOUT:
-		fprintf(t.f,
+		fprintf(f,
 			"timed out after %g s: the command and every process it "
 			"started were killed. For long jobs, pass a larger timeout "
 			"(at most %d s) or start the job in the background (e.g. "
@@ -555,18 +516,41 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 			timeout, EXEC_MAX_TIMEOUT_S);
 		break;
 	case HUTCH_EXEC_SANDBOX_LOST:
-		fprintf(t.f,
+		fprintf(f,
 			"the sandbox's container died while the command ran (out of "
 			"memory, or stopped from outside); the command was not run "
 			"again. The next call gets a new container; files in "
 			"/workspace are kept, running processes are not.\n");
 		break;
 	case HUTCH_EXEC_CANCELLED:
-		fprintf(t.f,
-			"cancelled: the command and every process it started were "
-			"killed.\n");
+		fprintf(f,
+			"cancelled: the command and every process it started "
+			"were killed.\n");
 		break;
 	}
+}
+
+/* The CallToolResult of a command that ran: the text a model reads, and
+ * the result's JSON (`hutch exec --json`'s) as structured content. */
+static json_object *exec_result(const hutch_exec_result *res,
+				const char *const *argv, size_t argc,
+				double timeout, mcp_call_ctx *ctx)
+{
+	hutch_error *err = NULL;
+	json_object *doc;
+	char *json = NULL;
+	text t;
+
+	if (hutch_exec_result_to_json(&json, res, ctx->session, argv, argc,
+				      &err) < 0)
+		return tool_error(err, NULL);
+	doc = parse_json(json);
+	free(json);
+	if (!doc || text_open(&t) < 0) {
+		json_object_put(doc);
+		return NULL;
+	}
+	exec_status_line(t.f, res, timeout);
 	put_stream(t.f, doc, "stdout");
 	put_stream(t.f, doc, "stderr");
 	if (hutch_exec_result_status(res) == HUTCH_EXEC_OK) {
@@ -581,13 +565,47 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 		if (sl == 0 && el == 0)
 			fprintf(t.f, "(no output)\n");
 	}
-	r = make_result(text_close(&t), doc,
-			hutch_exec_result_status(res) != HUTCH_EXEC_OK, ctx);
-	doc = NULL;
+	return make_result(text_close(&t), doc,
+			   hutch_exec_result_status(res) != HUTCH_EXEC_OK, ctx);
+}
+
+static json_object *run_exec(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
+{
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *res = NULL;
+	hutch_error *err = NULL;
+	json_object *r = NULL, *tv;
+	const char **argv;
+	size_t argc = 0;
+	double timeout = EXEC_DEFAULT_TIMEOUT_S;
+
+	if (!(argv = exec_argv(args, &argc, &r)))
+		return r;
+	if (json_object_object_get_ex(args, "timeout", &tv))
+		timeout = json_object_get_double(tv);
+	o.workdir = arg_str(args, "workdir", NULL);
+	if (o.workdir && has_nul(args, "workdir")) {
+		r = errorf("exec: 'workdir' contains a NUL character");
+		goto out;
+	}
+	/* As `hutch exec --workdir`, a relative workdir is under /workspace:
+	 * the library resolves it. */
+	o.argv = argv;
+	o.argc = argc;
+	o.timeout_ms = (uint64_t)(timeout * 1000.0);
+	if (o.timeout_ms == 0)
+		o.timeout_ms = 1; /* 0 would mean none */
+	o.capture = 1;
+	o.max_output = EXEC_MAX_OUTPUT;
+	o.on_output = exec_on_output;
+	o.payload = ctx;
+	o.cancel = ctx->cancel;
+	if (hutch_exec_run(&res, s, &o, &err) < 0)
+		r = tool_error(err, NULL);
+	else
+		r = exec_result(res, argv, argc, timeout, ctx);
 out:
-	json_object_put(doc);
-	free(json);
-	free(wd);
 	free(argv);
 	hutch_exec_result_free(res);
 	return r;
