@@ -19,9 +19,10 @@
 #include <curl/curl.h>
 
 #include "common.h"
-#include "engine_internal.h"
+#include "engine_handle.h"
 #include "error.h"
 #include "http.h"
+#include "json.h"
 
 /* Idle connections kept for reuse: as many as were ever in use at once
  * (so N threads calling in a loop keep N connections, not open and close
@@ -645,72 +646,4 @@ again:
 void hutch__response_free(hutch__response *resp)
 {
 	hutch__buf_free(&resp->body);
-}
-
-int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
-		       json_object *body, json_object **out, long *status,
-		       const char *what, hutch_error **err)
-{
-	hutch__request req = { .method = method, .path = path };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	size_t len = 0;
-	int rc;
-
-	if (body) {
-		req.body = json_object_to_json_string_length(
-			body, JSON_C_TO_STRING_PLAIN, &len);
-		if (!req.body)
-			return hutch__error_oom(err);
-		req.body_len = len;
-	}
-	rc = hutch__http(e, &req, &resp, err);
-	if (rc < 0) {
-		hutch__error_wrap(err, rc, "%s", what);
-		goto out;
-	}
-	if (status)
-		*status = resp.status;
-	if (resp.status < 200 || (resp.status >= 300 && resp.status != 304)) {
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, what);
-		goto out;
-	}
-	if (out) {
-		*out = NULL;
-		if (resp.body.len) {
-			*out = hutch__json_parse(resp.body.data, resp.body.len);
-			if (!*out) {
-				rc = hutch__error_set(
-					err, HUTCH_EPROTO,
-					"%s: the engine's answer is not valid JSON",
-					what);
-				goto out;
-			}
-		}
-	}
-	rc = 0;
-out:
-	hutch__response_free(&resp);
-	return rc;
-}
-
-int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
-		      json_object **out, hutch_error **err)
-{
-	long status = 0;
-	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what,
-				    err);
-
-	if (rc == 0)
-		return 1;
-	if (status == 404) {
-		if (err) {
-			hutch_error_free(*err);
-			*err = NULL;
-		}
-		if (out)
-			*out = NULL;
-		return 0;
-	}
-	return rc;
 }

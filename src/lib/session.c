@@ -27,6 +27,7 @@
 #include "agent_blob.h"
 #include "beneath.h"
 #include "common.h"
+#include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "session_internal.h"
@@ -893,11 +894,8 @@ static int mismatch_error(const char *diff, hutch_error **err)
 static int volume_get(hutch_session *s, const char *name, json_object **out,
 		      hutch_error **err)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), "/volumes/%s", name);
-	return hutch__engine_call(s->engine, "GET", path, NULL, out, NULL,
-				  "inspect a session volume", err);
+	return hutch__api_volume_inspect(s->engine, name, out,
+					 "inspect a session volume", err);
 }
 
 /*
@@ -985,8 +983,8 @@ static int adopt_volume_record(hutch_session *s, json_object *vol,
  * remove it while a container uses it. */
 static int ensure_sysvol(hutch_session *s, hutch_error **err)
 {
-	json_object *vol = NULL, *labels, *body;
-	char hash[17], path[256], diff[1024];
+	json_object *vol = NULL, *labels;
+	char hash[17], diff[1024];
 	const char *had;
 	int rc, stale;
 
@@ -1007,32 +1005,24 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 			s->sysvol);
 	}
 	if (vol) {
-		snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
-		rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL,
-					NULL,
-					"replace the session's system volume",
-					err);
+		rc = hutch__api_volume_remove(
+			s->engine, s->sysvol,
+			"replace the session's system volume", err);
 		if (rc < 0 && rc != HUTCH_ENOTFOUND)
 			return rc;
 	}
-	body = json_object_new_object();
 	labels = labels_new(s, (long long)time(NULL));
-	if (!body || !labels) {
-		json_object_put(body);
-		json_object_put(labels);
+	if (!labels)
 		return hutch__error_oom(err);
-	}
 	json_object_object_add(labels, HUTCH_LABEL_SYSTEM,
 			       json_object_new_string(s->name));
 	if (s->vol_token[0])
 		json_object_object_add(labels, HUTCH_LABEL_VOLUME_OF,
 				       json_object_new_string(s->vol_token));
-	json_object_object_add(body, "Name", json_object_new_string(s->sysvol));
-	json_object_object_add(body, "Labels", labels);
-	rc = hutch__engine_call(s->engine, "POST", "/volumes/create", body,
-				NULL, NULL,
-				"create the session's system volume", err);
-	json_object_put(body);
+	rc = hutch__api_volume_create(s->engine, s->sysvol, labels, NULL,
+				      "create the session's system volume",
+				      err);
+	json_object_put(labels);
 	if (rc < 0 && rc != HUTCH_ECONFLICT)
 		return rc;
 	if (rc == HUTCH_ECONFLICT && err) {
@@ -1140,17 +1130,16 @@ static int image_missing(hutch_session *s, hutch_error **err)
  */
 static int ensure_volume(hutch_session *s, hutch_error **err)
 {
-	json_object *vol = NULL, *body, *labels;
-	char path[256], owner[64];
+	json_object *vol = NULL, *labels;
+	char owner[64];
 	long long latest;
 	int rc, attempt, mine;
 
-	snprintf(path, sizeof(path), "/volumes/%s", s->volume);
 	for (attempt = 0; attempt < 2; attempt++) {
 		hutch_error *lerr = NULL;
 
-		rc = hutch__engine_call(s->engine, "GET", path, NULL, &vol,
-					NULL, "session volume", &lerr);
+		rc = hutch__api_volume_inspect(s->engine, s->volume, &vol,
+					       "session volume", &lerr);
 		if (rc == 0) {
 			labels = NULL;
 			json_object_object_get_ex(vol, "Labels", &labels);
@@ -1200,13 +1189,8 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			json_object_put(vol);
 			return rc;
 		}
-		if (rc != HUTCH_ENOTFOUND) {
-			if (err)
-				*err = lerr;
-			else
-				hutch_error_free(lerr);
-			return rc;
-		}
+		if (rc != HUTCH_ENOTFOUND)
+			return hutch__error_pass(err, lerr, rc);
 		hutch_error_free(lerr);
 
 		/* Nothing is made for an image the engine does not have:
@@ -1217,82 +1201,41 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 		if (rc < 0)
 			return rc;
 
-		body = json_object_new_object();
-		labels = labels_new(s, (long long)time(NULL));
-		if (!body || !labels) {
-			json_object_put(body);
-			json_object_put(labels);
-			return hutch__error_oom(err);
-		}
-		json_object_object_add(body, "Name",
-				       json_object_new_string(s->volume));
-		json_object_object_add(body, "Labels", labels);
 		rc = volume_owner_option(s, owner, sizeof(owner), err);
-		if (rc < 0) {
-			json_object_put(body);
+		if (rc < 0)
 			return rc;
-		}
-		if (rc == 1) {
-			json_object *opts = json_object_new_object();
-
-			if (!opts) {
-				json_object_put(body);
-				return hutch__error_oom(err);
-			}
-			json_object_object_add(opts, "o",
-					       json_object_new_string(owner));
-			json_object_object_add(body, "DriverOpts", opts);
-		}
+		labels = labels_new(s, (long long)time(NULL));
+		if (!labels)
+			return hutch__error_oom(err);
 		lerr = NULL;
-		rc = hutch__engine_call(s->engine, "POST", "/volumes/create",
-					body, NULL, NULL,
-					"create session volume", &lerr);
-		json_object_put(body);
+		rc = hutch__api_volume_create(s->engine, s->volume, labels,
+					      rc == 1 ? owner : NULL,
+					      "create session volume", &lerr);
+		json_object_put(labels);
 		/* Made, or a racer's: the GET above tells which. */
 		if (rc == 0 || rc == HUTCH_ECONFLICT) {
 			hutch_error_free(lerr);
 			continue;
 		}
-		if (err)
-			*err = lerr;
-		else
-			hutch_error_free(lerr);
-		return rc;
+		return hutch__error_pass(err, lerr, rc);
 	}
 	return hutch__error_set(
 		err, HUTCH_EFAILED,
 		"session volume '%s' vanished while it was created", s->volume);
 }
 
-static json_object *mount_new(const char *type, const char *source,
-			      const char *target)
-{
-	json_object *m = json_object_new_object();
-
-	if (!m)
-		return NULL;
-	json_object_object_add(m, "Type", json_object_new_string(type));
-	json_object_object_add(m, "Source", json_object_new_string(source));
-	json_object_object_add(m, "Target", json_object_new_string(target));
-	return m;
-}
-
 /*
  * The container: locked down unless the caller chose otherwise.  Each
  * setting below closes one way out of, or around, the sandbox; the README's
- * threat model says what stays open.
+ * threat model says what stays open.  `bind` holds the text of a host bind
+ * (freed by the caller); `sp` points into `s` and `bind`.
  */
-static json_object *create_body(const hutch_session *s)
+static int container_spec(const hutch_session *s, json_object *labels,
+			  struct hutch__container_spec *sp, char **bind)
 {
-	json_object *body = json_object_new_object(),
-		    *host = json_object_new_object();
-	json_object *entry = json_object_new_array(),
-		    *env = json_object_new_array();
-	json_object *mounts = json_object_new_array(),
-		    *drop = json_object_new_array();
-	json_object *add = json_object_new_array(),
-		    *secopt = json_object_new_array();
-	json_object *labels = labels_new(s, (long long)time(NULL));
+	/* The agent sleeps forever as the entry point: it is in the
+	 * container whatever the image holds (no shell, no sleep needed). */
+	static const char *const entry[] = { HUTCH_AGENT_PATH, "sleep" };
 	/*
 	 * A host directory is mounted nosuid,nodev where the engine takes it:
 	 * Podman does in Binds ("SRC:DST:OPTIONS", so not for a path with a
@@ -1304,153 +1247,71 @@ static json_object *create_body(const hutch_session *s)
 	 */
 	int binds = s->workspace && s->podman == 1 &&
 		    !strchr(s->workspace, ':');
-	json_object *ws =
-		binds ? json_object_new_array() :
-			mount_new(s->workspace ? "bind" : "volume",
-				  s->workspace ? s->workspace : s->volume,
-				  "/workspace");
-	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
-	int no_net = strcmp(s->network, "none") == 0;
-	char *bind = NULL;
 
+	memset(sp, 0, sizeof(*sp));
+	*bind = NULL;
 	if (binds &&
-	    asprintf(&bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0)
-		bind = NULL;
-	if (!body || !host || !entry || !env || !mounts || !drop || !add ||
-	    !secopt || !labels || !ws || !sys || (binds && !bind)) {
-		json_object *all[] = { body, host,   entry,  env, mounts, drop,
-				       add,  secopt, labels, ws,  sys };
-
-		free(bind);
-		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
-			json_object_put(all[i]);
-		return NULL;
+	    asprintf(bind, "%s:/workspace:rw,nosuid,nodev", s->workspace) < 0) {
+		*bind = NULL;
+		return -1;
 	}
-	/* The agent sleeps forever as the entry point: it is in the
-	 * container whatever the image holds (no shell, no sleep needed). */
-	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(entry, json_object_new_string("sleep"));
-	for (size_t i = 0; i < s->env_count; i++)
-		json_object_array_add(env, json_object_new_string(s->env[i]));
-
-	if (binds) {
-		json_object_array_add(ws, json_object_new_string(bind));
-		json_object_object_add(host, "Binds", ws);
-		free(bind);
-	} else {
-		json_object_array_add(mounts, ws);
-	}
+	sp->image = s->image;
+	sp->entrypoint = entry;
+	sp->entrypoint_count = HUTCH_ARRAY_SIZE(entry);
+	sp->empty_cmd = 1;
+	sp->working_dir = "/workspace";
+	/* Every exec runs as this user unless it says otherwise.  Root is
+	 * uid 0 whether or not the image has a passwd file. */
+	sp->user = strcmp(s->user, "root") == 0 ? "0:0" : s->user;
+	sp->env = s->env;
+	sp->env_count = s->env_count;
+	sp->labels = labels;
+	if (binds)
+		sp->bind = *bind;
+	else
+		sp->mounts[sp->mount_count++] = (struct hutch__mount){
+			s->workspace ? "bind" : "volume",
+			s->workspace ? s->workspace : s->volume, "/workspace"
+		};
 	/* The agent and the file tools' staging directory live in a volume
 	 * of their own: the archive API writes into volumes even when the
 	 * root filesystem is read-only (Docker refuses the root then), and
 	 * a tmpfs would not do (Docker's archive PUT lands beneath it). */
-	json_object_array_add(mounts, sys);
-
-	json_object_object_add(host, "NetworkMode",
-			       json_object_new_string(s->network));
+	sp->mounts[sp->mount_count++] =
+		(struct hutch__mount){ "volume", s->sysvol, HUTCH_AGENT_DIR };
+	sp->network_mode = s->network;
+	sp->network_disabled = strcmp(s->network, "none") == 0;
+	sp->stop_timeout = 2;
+	sp->lockdown = 1;
 	/* No engine init: hutch's agent is PID 1.  It reaps orphans as an
 	 * init does, and unlike tini or catatonit it does not pass on the
 	 * SIGTERM that a command running as the same user sends to PID 1,
 	 * which would stop the container.  The kernel already keeps SIGKILL
 	 * and SIGSTOP from inside away from a namespace's init. */
-	json_object_object_add(host, "Init", json_object_new_boolean(0));
-	json_object_object_add(host, "Mounts", mounts);
+	sp->init = 0;
 	/* No capabilities at all, not even the engines' defaults (CHOWN,
 	 * DAC_OVERRIDE, SETUID, NET_RAW...), unless given back by name; and
 	 * no-new-privileges, so setuid binaries and file capabilities in the
 	 * image cannot raise a command above the user it started as. */
-	json_object_array_add(drop, json_object_new_string("ALL"));
-	json_object_object_add(host, "CapDrop", drop);
-	for (size_t i = 0; i < s->cap_count; i++)
-		json_object_array_add(add, json_object_new_string(s->caps[i]));
-	json_object_object_add(host, "CapAdd", add);
-	json_object_array_add(secopt,
-			      json_object_new_string("no-new-privileges"));
-	json_object_object_add(host, "SecurityOpt", secopt);
+	sp->cap_drop_all = 1;
+	sp->cap_add = s->caps;
+	sp->cap_add_count = s->cap_count;
+	sp->no_new_privileges = 1;
 	/* Limits that hold for everything in the container together: a fork
 	 * bomb meets PidsLimit, an allocation the OOM killer (no swap beyond
 	 * the limit: MemorySwap equals Memory), a busy loop its CPU share. */
-	json_object_object_add(host, "PidsLimit",
-			       json_object_new_int64(s->pids));
-	json_object_object_add(host, "Memory",
-			       json_object_new_int64(s->memory));
-	json_object_object_add(host, "MemorySwap",
-			       json_object_new_int64(s->memory));
-	json_object_object_add(host, "NanoCpus",
-			       json_object_new_int64(s->nano_cpus));
+	sp->pids_limit = s->pids;
+	sp->memory = s->memory;
+	sp->memory_swap = s->memory;
+	sp->nano_cpus = s->nano_cpus;
 	if (s->read_only) {
-		json_object *tmpfs = json_object_new_object();
-
-		json_object_object_add(host, "ReadonlyRootfs",
-				       json_object_new_boolean(1));
+		sp->read_only_rootfs = 1;
 		/* /tmp stays writable, in memory (it counts towards the
 		 * memory limit); /workspace is a volume or a bind mount. */
-		json_object_object_add(
-			tmpfs, "/tmp",
-			json_object_new_string("rw,nosuid,nodev,mode=1777"));
-		json_object_object_add(host, "Tmpfs", tmpfs);
+		sp->tmpfs_target = "/tmp";
+		sp->tmpfs_options = "rw,nosuid,nodev,mode=1777";
 	}
-
-	json_object_object_add(body, "Image", json_object_new_string(s->image));
-	json_object_object_add(body, "Entrypoint", entry);
-	json_object_object_add(body, "Cmd", json_object_new_array());
-	json_object_object_add(body, "WorkingDir",
-			       json_object_new_string("/workspace"));
-	/* Every exec runs as this user unless it says otherwise.  Root is
-	 * uid 0 whether or not the image has a passwd file. */
-	json_object_object_add(
-		body, "User",
-		json_object_new_string(strcmp(s->user, "root") == 0 ? "0:0" :
-								      s->user));
-	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "Labels", labels);
-	json_object_object_add(body, "NetworkDisabled",
-			       json_object_new_boolean(no_net));
-	json_object_object_add(body, "StopTimeout", json_object_new_int(2));
-	json_object_object_add(body, "HostConfig", host);
-	return body;
-}
-
-struct blob_reader {
-	const char *data;
-	size_t len, pos;
-};
-
-static size_t blob_read(char *buf, size_t len, void *p)
-{
-	struct blob_reader *r = p;
-	size_t n = r->len - r->pos;
-
-	if (n > len)
-		n = len;
-	memcpy(buf, r->data + r->pos, n);
-	r->pos += n;
-	return n;
-}
-
-/* PUT a tar at `dir` (URL-escaped) in `container`; `query` is appended. */
-static int put_tar_in(hutch_session *s, const char *container, const char *dir,
-		      const char *query, const char *data, size_t len,
-		      const char *what, hutch_error **err)
-{
-	struct blob_reader r = { data, len, 0 };
-	hutch__request req = { .method = "PUT",
-			       .source = blob_read,
-			       .source_payload = &r,
-			       .content_type = "application/x-tar" };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char path[512];
-	int rc;
-
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s%s",
-		 container, dir, query);
-	req.path = path;
-	rc = hutch__http(s->engine, &req, &resp, err);
-	if (rc == 0 && resp.status != 200)
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, what);
-	hutch__response_free(&resp);
-	return rc;
+	return 0;
 }
 
 int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
@@ -1458,8 +1319,8 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 {
 	/* Into the system volume: the archive API writes there whether or
 	 * not the root filesystem is read-only. */
-	return put_tar_in(s, s->container, "%2F.hutch", "", data, len, what,
-			  err);
+	return hutch__api_archive_put(s->engine, s->container, HUTCH_AGENT_DIR,
+				      0, data, len, what, err);
 }
 
 /*
@@ -1474,22 +1335,15 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 			      unsigned int gid)
 {
-	hutch__request head = { .method = "HEAD" };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char buf[8192], path[512];
+	char buf[8192], stat[1024];
 	size_t used = 0;
 	struct archive *a;
 	const char *file = strrchr(HUTCH_LAST_USED_PATH, '/') + 1;
 	int ok;
 
-	snprintf(path, sizeof(path),
-		 "/containers/%s/archive?path=%%2F.hutch%%2F%s%%2F%s",
-		 s->container, HUTCH_USE_DIR, file);
-	head.path = path;
-	ok = hutch__http(s->engine, &head, &resp, NULL) == 0 &&
-	     resp.status == 200;
-	hutch__response_free(&resp);
-	if (!ok)
+	if (hutch__api_archive_stat(s->engine, s->container,
+				    HUTCH_LAST_USED_PATH, stat, sizeof(stat),
+				    NULL) != 1)
 		return;
 	a = archive_write_new();
 	ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
@@ -1502,8 +1356,10 @@ void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 
 	archive_write_free(a);
 	if (ok)
-		put_tar_in(s, s->container, "%2F.hutch%2F" HUTCH_USE_DIR, "",
-			   buf, used, "record the session's use", NULL);
+		hutch__api_archive_put(s->engine, s->container,
+				       HUTCH_AGENT_DIR "/" HUTCH_USE_DIR, 0,
+				       buf, used, "record the session's use",
+				       NULL);
 }
 
 /* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
@@ -1531,48 +1387,32 @@ static int put_through_helper(hutch_session *s, const char *tar, size_t len,
 			      int workspace, const char *what,
 			      hutch_error **err)
 {
-	json_object *body = json_object_new_object(),
-		    *host = json_object_new_object();
-	json_object *mounts = json_object_new_array(),
-		    *entry = json_object_new_array();
-	json_object *sys = mount_new("volume", s->sysvol, HUTCH_AGENT_DIR);
-	json_object *m =
-		workspace ? mount_new("volume", s->volume, "/workspace") : NULL;
-	char name[128], hex[25], path[256];
+	static const char *const entry[] = { HUTCH_AGENT_PATH };
+	struct hutch__container_spec sp = {
+		.image = s->image,
+		.entrypoint = entry,
+		.entrypoint_count = 1,
+		.mounts = { { "volume", s->sysvol, HUTCH_AGENT_DIR },
+			    { "volume", s->volume, "/workspace" } },
+		.mount_count = workspace ? 2 : 1,
+		.network_mode = "none",
+		.network_disabled = 1,
+	};
+	char name[128], hex[25];
 	int rc;
 
-	if (!body || !host || !mounts || !entry || !sys || (workspace && !m) ||
-	    hutch__random_hex(hex, 9) < 0) {
-		json_object *all[] = { body, host, mounts, entry, sys, m };
-
-		for (size_t i = 0; i < HUTCH_ARRAY_SIZE(all); i++)
-			json_object_put(all[i]);
+	if (hutch__random_hex(hex, 9) < 0)
 		return hutch__error_oom(err);
-	}
 	snprintf(name, sizeof(name), "hutch_%s_own-%s", s->name, hex);
-	json_object_array_add(entry, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(mounts, sys);
-	if (m)
-		json_object_array_add(mounts, m);
-	json_object_object_add(host, "NetworkMode",
-			       json_object_new_string("none"));
-	json_object_object_add(host, "Mounts", mounts);
-	json_object_object_add(body, "Image", json_object_new_string(s->image));
-	json_object_object_add(body, "Entrypoint", entry);
-	json_object_object_add(body, "NetworkDisabled",
-			       json_object_new_boolean(1));
-	json_object_object_add(body, "HostConfig", host);
-	snprintf(path, sizeof(path), "/containers/create?name=%s", name);
-	rc = hutch__engine_call(
-		s->engine, "POST", path, body, NULL, NULL,
+	rc = hutch__api_container_create(
+		s->engine, name, &sp, NULL, 0,
 		"create a helper to prepare the session's volumes", err);
-	json_object_put(body);
 	if (rc < 0)
 		return rc;
-	rc = put_tar_in(s, name, "%2F", "", tar, len, what, err);
-	snprintf(path, sizeof(path), "/containers/%s?force=1", name);
-	hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-			   "remove the helper", NULL);
+	rc = hutch__api_archive_put(s->engine, name, "/", 0, tar, len, what,
+				    err);
+	hutch__api_container_remove(s->engine, name, 1, "remove the helper",
+				    NULL);
 	return rc;
 }
 
@@ -1609,8 +1449,8 @@ static int install_agent(hutch_session *s, int workspace, const char *what,
 	if (!tar)
 		return hutch__error_oom(err);
 	if (podman || !s->read_only)
-		rc = put_tar_in(s, s->container, "%2F", "", tar, len, what,
-				err);
+		rc = hutch__api_archive_put(s->engine, s->container, "/", 0,
+					    tar, len, what, err);
 	else
 		rc = put_through_helper(s, tar, len, workspace, what, err);
 	free(tar);
@@ -1642,21 +1482,13 @@ int hutch__session_put_agent(hutch_session *s, hutch_error **err)
  * Docker one (GET /version costs Podman seconds; this does not). */
 static int is_podman(hutch_session *s, hutch_error **err)
 {
-	long status = 0;
 	int rc;
 
 	if (s->podman >= 0)
 		return s->podman;
-	rc = hutch__engine_call(s->engine, "GET", "/libpod/_ping", NULL, NULL,
-				&status, "ask which engine this is", err);
-	if (rc == 0)
-		return s->podman = 1;
-	if (rc == HUTCH_ENOTFOUND || status == 404) {
-		hutch_error_free(err ? *err : NULL);
-		if (err)
-			*err = NULL;
-		return s->podman = 0;
-	}
+	rc = hutch__api_is_podman(s->engine, err);
+	if (rc >= 0)
+		s->podman = rc;
 	return rc;
 }
 
@@ -1677,8 +1509,9 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 		return 0; /* the engine made the volume with this owner */
 	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
-	return put_tar_in(s, s->container, "%2Fworkspace", "&copyUIDGID=1", tar,
-			  used, "give the workspace its owner", err);
+	return hutch__api_archive_put(s->engine, s->container, "/workspace", 1,
+				      tar, used, "give the workspace its owner",
+				      err);
 }
 
 /*
@@ -1706,8 +1539,6 @@ static int prepare(hutch_session *s, hutch_error **err)
 
 static int start(hutch_session *s, hutch_error **err)
 {
-	char path[256];
-
 	/* The engine resolves a host workspace's path again at every start:
 	 * a symlink put on it since the session was made (by a session whose
 	 * own workspace holds it) is refused here.  This narrows the window,
@@ -1726,9 +1557,8 @@ static int start(hutch_session *s, hutch_error **err)
 					strerror(errno));
 		close(fd);
 	}
-	snprintf(path, sizeof(path), "/containers/%s/start", s->container);
-	return hutch__engine_call(s->engine, "POST", path, NULL, NULL, NULL,
-				  "start the session's container", err);
+	return hutch__api_container_start(s->engine, s->container,
+					  "start the session's container", err);
 }
 
 /* What an inspection of the session's container found. */
@@ -1746,15 +1576,14 @@ static int state_of(hutch_session *s, struct seen *c, char *diff, size_t diffsz,
 {
 	json_object *obj = NULL, *st, *v, *labels = NULL, *cfg;
 	struct seen ignored;
-	char path[256];
 	int rc;
 
 	if (!c)
 		c = &ignored;
 	memset(c, 0, sizeof(*c));
-	snprintf(path, sizeof(path), "/containers/%s/json", s->container);
-	rc = hutch__engine_call(s->engine, "GET", path, NULL, &obj, NULL,
-				"inspect the session's container", err);
+	rc = hutch__api_container_inspect(s->engine, s->container, &obj,
+					  "inspect the session's container",
+					  err);
 	if (rc < 0)
 		return rc;
 	if (json_object_object_get_ex(obj, "Config", &cfg) &&
@@ -1813,22 +1642,16 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 static int remove_container_id(hutch_session *s, const char *id,
 			       hutch_error **err)
 {
-	char path[256];
+	hutch_error *lerr = NULL;
 	int rc;
 
-	hutch_error *lerr = NULL;
-
-	snprintf(path, sizeof(path), "/containers/%s?force=1",
-		 id && *id ? id : s->container);
-	rc = hutch__engine_call(s->engine, "DELETE", path, NULL, NULL, NULL,
-				"remove the session's container", &lerr);
+	rc = hutch__api_container_remove(s->engine,
+					 id && *id ? id : s->container, 1,
+					 "remove the session's container",
+					 &lerr);
 	if (rc == HUTCH_ENOTFOUND)
 		rc = 0;
-	if (rc < 0 && err)
-		*err = lerr;
-	else
-		hutch_error_free(lerr);
-	return rc;
+	return hutch__error_pass(err, lerr, rc);
 }
 
 static int remove_container(hutch_session *s, hutch_error **err)
@@ -1876,27 +1699,32 @@ static int default_user(hutch_session *s, hutch_error **err)
 
 static int create_container(hutch_session *s, hutch_error **err)
 {
-	json_object *body, *out = NULL, *id;
-	char path[256];
+	struct hutch__container_spec sp;
+	json_object *labels;
+	char *bind;
 	int rc;
 
 	rc = ensure_sysvol(s, err);
 	if (rc < 0)
 		return rc;
-	/* create_body() mounts a host workspace as Podman or Docker takes it. */
+	/* container_spec() mounts a host workspace as Podman or Docker
+	 * takes it. */
 	if (s->workspace) {
 		rc = is_podman(s, err);
 		if (rc < 0)
 			return rc;
 	}
-	body = create_body(s);
-	if (!body)
+	labels = labels_new(s, (long long)time(NULL));
+	if (!labels || container_spec(s, labels, &sp, &bind) < 0) {
+		json_object_put(labels);
 		return hutch__error_oom(err);
-	snprintf(path, sizeof(path), "/containers/create?name=%s",
-		 s->container);
-	rc = hutch__engine_call(s->engine, "POST", path, body, &out, NULL,
-				"create the session's container", err);
-	json_object_put(body);
+	}
+	/* The name is taken atomically: created means ours (made_id). */
+	rc = hutch__api_container_create(s->engine, s->container, &sp,
+					 s->made_id, sizeof(s->made_id),
+					 "create the session's container", err);
+	free(bind);
+	json_object_put(labels);
 	if (rc == HUTCH_ENOTFOUND)
 		hutch__error_wrap(
 			err, rc,
@@ -1904,12 +1732,6 @@ static int create_container(hutch_session *s, hutch_error **err)
 			"default one with images/offline/build.sh, or choose "
 			"another with --image or HUTCH_IMAGE)",
 			s->image);
-	/* The name is taken atomically: created means ours. */
-	if (rc == 0 && json_object_object_get_ex(out, "Id", &id) &&
-	    json_object_is_type(id, json_type_string))
-		snprintf(s->made_id, sizeof(s->made_id), "%s",
-			 json_object_get_string(id));
-	json_object_put(out);
 	return rc;
 }
 
@@ -1933,7 +1755,6 @@ static void forget_new_volumes(hutch_session *s)
 	const char *name[2] = { s->sysvol, s->volume };
 	int bit[2] = { MADE_SYSTEM_VOLUME, MADE_WORKSPACE_VOLUME };
 	json_object *vol, *labels;
-	char path[256];
 	int ours;
 
 	for (int i = 0; i < 2; i++) {
@@ -1942,16 +1763,15 @@ static void forget_new_volumes(hutch_session *s)
 		/* Still the one we made (a --recreate racer replaces a
 		 * system volume)?  The engines refuse to remove one that a
 		 * container uses: a racer that took it over keeps it. */
-		snprintf(path, sizeof(path), "/volumes/%s", name[i]);
 		vol = labels = NULL;
 		ours = volume_get(s, name[i], &vol, NULL) == 0 &&
 		       json_object_object_get_ex(vol, "Labels", &labels) &&
 		       made_by_me(s, labels);
 		json_object_put(vol);
 		if (ours)
-			hutch__engine_call(s->engine, "DELETE", path, NULL,
-					   NULL, NULL,
-					   "remove the session volume", NULL);
+			hutch__api_volume_remove(s->engine, name[i],
+						 "remove the session volume",
+						 NULL);
 	}
 	s->made_volumes = 0;
 }
@@ -1985,7 +1805,7 @@ static int create(hutch_session *s, hutch_error **err)
 static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 {
 	json_object *obj = NULL, *v;
-	char path[256], id[128] = "";
+	char id[128] = "";
 	long gid = -1, uid;
 
 	if (!s->probe_user)
@@ -1993,21 +1813,20 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 	s->probe_user = 0;
 	/* Each image is read once per engine handle (a batch makes many
 	 * sessions of one image). */
-	snprintf(path, sizeof(path), "/containers/%s/json", s->container);
-	if (hutch__engine_get(s->engine, path,
-			      "inspect the session's container", &obj,
-			      NULL) == 1 &&
+	if (hutch__api_container_find(s->engine, s->container, &obj,
+				      "inspect the session's container",
+				      NULL) == 1 &&
 	    json_object_object_get_ex(obj, "Image", &v) &&
 	    json_object_is_type(v, json_type_string))
 		snprintf(id, sizeof(id), "%s", json_object_get_string(v));
 	json_object_put(obj);
-	if (!hutch__engine_image_user(s->engine, id, &uid, &gid)) {
+	if (!hutch__image_user(id, &uid, &gid)) {
 		uid = hutch__account_id(s, "sandbox", &gid);
 		if (uid == -2) {
-			hutch__engine_image_user_drop(s->engine, id);
+			hutch__image_user_drop(id);
 			return 0; /* as before the probe: 1000:1000 */
 		}
-		hutch__engine_image_user_keep(s->engine, id, uid, gid);
+		hutch__image_user_keep(id, uid, gid);
 	}
 	if (uid < 0 || (uid == 1000 && gid == 1000))
 		return 0;
@@ -2141,12 +1960,8 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			continue;
 		}
 		if (strcmp(c.state, "paused") == 0) {
-			char path[256];
-
-			snprintf(path, sizeof(path), "/containers/%s/unpause",
-				 s->container);
-			rc = hutch__engine_call(
-				s->engine, "POST", path, NULL, NULL, NULL,
+			rc = hutch__api_container_unpause(
+				s->engine, s->container,
 				"unpause the session's container", &lerr);
 		} else if (strcmp(c.state, "dead") == 0 ||
 			   strcmp(c.state, "removing") == 0) {
@@ -2181,11 +1996,7 @@ fail:
 		}
 		forget_new_volumes(s);
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);
-		if (err)
-			*err = lerr;
-		else
-			hutch_error_free(lerr);
-		return rc;
+		return hutch__error_pass(err, lerr, rc);
 	}
 	if (created)
 		*created = made;
@@ -2330,23 +2141,17 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 {
 	json_object *arr = NULL, *vols = NULL, *varr, *item, *labels, *v,
 		    *names;
-	char filter[256], *esc, path[512];
+	char label[256];
 	hutch_session_info *i;
 	int rc;
 
 	if (only)
-		snprintf(filter, sizeof(filter), "{\"label\":[\"%s=%s\"]}",
-			 HUTCH_LABEL_SESSION, only);
+		snprintf(label, sizeof(label), "%s=%s", HUTCH_LABEL_SESSION,
+			 only);
 	else
-		snprintf(filter, sizeof(filter), "{\"label\":[\"%s\"]}",
-			 HUTCH_LABEL_SESSION);
-	esc = hutch__url_escape(filter);
-	if (!esc)
-		return hutch__error_oom(err);
-
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", esc);
-	rc = hutch__engine_call(e, "GET", path, NULL, &arr, NULL,
-				"list containers", err);
+		snprintf(label, sizeof(label), "%s", HUTCH_LABEL_SESSION);
+	rc = hutch__api_container_list(e, label, 1, &arr, "list containers",
+				       err);
 	if (rc < 0)
 		goto out;
 	for (size_t k = 0; json_object_is_type(arr, json_type_array) &&
@@ -2380,9 +2185,7 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 		info_from_labels(i, labels);
 	}
 
-	snprintf(path, sizeof(path), "/volumes?filters=%s", esc);
-	rc = hutch__engine_call(e, "GET", path, NULL, &vols, NULL,
-				"list volumes", err);
+	rc = hutch__api_volume_list(e, label, &vols, "list volumes", err);
 	if (rc < 0)
 		goto out;
 	/* A container's record comes first, then the system volume's (the
@@ -2410,7 +2213,6 @@ static int collect(struct list *l, hutch_engine *e, const char *only,
 out:
 	json_object_put(vols);
 	json_object_put(arr);
-	free(esc);
 	return rc;
 }
 
@@ -2456,7 +2258,7 @@ int hutch_session_remove(hutch_engine *e, const char *name, hutch_error **err)
 {
 	hutch_session_info *info = NULL;
 	hutch_session *s = NULL;
-	char path[256];
+	hutch_error *lerr = NULL;
 	int rc, removed = 0;
 
 	rc = hutch_session_open(&s, e, name, NULL, err);
@@ -2475,9 +2277,8 @@ int hutch_session_remove(hutch_engine *e, const char *name, hutch_error **err)
 	}
 	/* The system volume (agent, latest record): after the container,
 	 * which used it; it may not exist (a session from before it). */
-	snprintf(path, sizeof(path), "/volumes/%s", s->sysvol);
-	rc = hutch__engine_call(e, "DELETE", path, NULL, NULL, NULL,
-				"remove the session's system volume", err);
+	rc = hutch__api_volume_remove(
+		e, s->sysvol, "remove the session's system volume", err);
 	if (rc == HUTCH_ENOTFOUND) {
 		hutch_error_free(err ? *err : NULL);
 		if (err)
@@ -2488,21 +2289,13 @@ int hutch_session_remove(hutch_engine *e, const char *name, hutch_error **err)
 	} else {
 		removed = 1;
 	}
-	snprintf(path, sizeof(path), "/volumes/%s", s->volume);
-	{
-		hutch_error *lerr = NULL;
-
-		rc = hutch__engine_call(e, "DELETE", path, NULL, NULL, NULL,
-					"remove the session's volume", &lerr);
-		if (rc == HUTCH_ENOTFOUND && removed) {
-			hutch_error_free(lerr);
-			rc = 0;
-		} else if (rc < 0) {
-			if (err)
-				*err = lerr;
-			else
-				hutch_error_free(lerr);
-		}
+	rc = hutch__api_volume_remove(e, s->volume,
+				      "remove the session's volume", &lerr);
+	if (rc == HUTCH_ENOTFOUND && removed) {
+		hutch_error_free(lerr);
+		rc = 0;
+	} else if (rc < 0) {
+		hutch__error_pass(err, lerr, rc);
 	}
 out:
 	if (rc < 0)

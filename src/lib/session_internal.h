@@ -133,6 +133,17 @@ int hutch__session_put_agent(hutch_session *s, hutch_error **err);
 void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 			      unsigned int gid);
 
+/* The "sandbox" account of image `id` if this process has read it: 1 and
+ * *uid, *gid (-1 when the image has none).  0: the caller is to read it
+ * and then call _keep with the answer, or _drop when it could not; while
+ * it does, other callers for that image wait (at most a few seconds)
+ * (session_image_user.c). */
+int hutch__image_user(const char *id, long *uid, long *gid);
+/* Remember what hutch__image_user will answer for image `id`. */
+void hutch__image_user_keep(const char *id, long uid, long gid);
+/* No answer for image `id` this time: a waiting caller reads it itself. */
+void hutch__image_user_drop(const char *id);
+
 /* A handle's secrets (secrets.c, secrets.h).  Accepts NULL. */
 struct hutch__session_secrets;
 void hutch__session_secrets_free(struct hutch__session_secrets *secrets);
