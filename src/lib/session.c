@@ -316,7 +316,7 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	s->memory = HUTCH_SESSION_DEFAULT_MEMORY;
 	s->nano_cpus = HUTCH_SESSION_DEFAULT_NANO_CPUS;
 	s->pids = HUTCH_SESSION_DEFAULT_PIDS;
-	s->vol_uid = s->vol_gid = -1;
+	s->ensure.vol_uid = s->ensure.vol_gid = -1;
 	s->podman = -1;
 	s->network = strdup("none");
 
@@ -545,9 +545,9 @@ static json_object *labels_new(const hutch_session *s, long long created)
 	json_object_object_add(labels, HUTCH_LABEL_CONFIG,
 			       json_object_new_string(hash));
 	/* Not part of the configuration: who made this volume or container. */
-	if (s->token[0])
+	if (s->ensure.token[0])
 		json_object_object_add(labels, HUTCH_LABEL_CREATION,
-				       json_object_new_string(s->token));
+				       json_object_new_string(s->ensure.token));
 	json_object_put(env);
 	return labels;
 }
@@ -581,7 +581,7 @@ static int made_by_me(const hutch_session *s, json_object *labels)
 {
 	const char *t = label_get(labels, HUTCH_LABEL_CREATION);
 
-	return s->token[0] && t && strcmp(t, s->token) == 0;
+	return s->ensure.token[0] && t && strcmp(t, s->ensure.token) == 0;
 }
 
 /* "NET_RAW,SYS_PTRACE" -> the session's list; -1 when out of memory. */
@@ -920,7 +920,8 @@ static json_object *sysvol_labels(hutch_session *s, json_object **vol,
 	if (!of || strcmp(of, s->name) != 0)
 		return NULL;
 	beside = label_get(labels, HUTCH_LABEL_VOLUME_OF);
-	if (beside && s->vol_token[0] && strcmp(beside, s->vol_token) != 0) {
+	if (beside && s->ensure.vol_token[0] &&
+	    strcmp(beside, s->ensure.vol_token) != 0) {
 		*stale = 1;
 		return NULL;
 	}
@@ -966,7 +967,7 @@ static int adopt_volume_record(hutch_session *s, json_object *vol,
 		mismatch(s, labels, diff, sizeof(diff));
 		if (diff[0]) {
 			json_object_put(sys);
-			s->refused = 1;
+			s->ensure.refused = 1;
 			return mismatch_error(diff, err);
 		}
 	}
@@ -997,7 +998,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	}
 	json_object_put(vol);
 	if (vol && !labels && !stale) {
-		s->refused = 1;
+		s->ensure.refused = 1;
 		return hutch__error_set(
 			err, HUTCH_ECONFLICT,
 			"volume '%s' exists but was not made by hutch; remove it or "
@@ -1016,9 +1017,10 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		return hutch__error_oom(err);
 	json_object_object_add(labels, HUTCH_LABEL_SYSTEM,
 			       json_object_new_string(s->name));
-	if (s->vol_token[0])
-		json_object_object_add(labels, HUTCH_LABEL_VOLUME_OF,
-				       json_object_new_string(s->vol_token));
+	if (s->ensure.vol_token[0])
+		json_object_object_add(
+			labels, HUTCH_LABEL_VOLUME_OF,
+			json_object_new_string(s->ensure.vol_token));
 	rc = hutch__api_volume_create(s->engine, s->sysvol, labels, NULL,
 				      "create the session's system volume",
 				      err);
@@ -1035,11 +1037,11 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	had = label_get(labels, HUTCH_LABEL_CONFIG);
 	rc = 0;
 	if (labels && made_by_me(s, labels)) {
-		s->made_volumes |= MADE_SYSTEM_VOLUME;
+		s->ensure.made_volumes |= MADE_SYSTEM_VOLUME;
 	} else if (!had || strcmp(had, hash) != 0) {
 		/* A racer recorded another configuration meanwhile (an
 		 * unlabelled one: an engine made it for a container). */
-		s->refused = 1;
+		s->ensure.refused = 1;
 		diff[0] = '\0';
 		if (labels)
 			mismatch(s, labels, diff, sizeof(diff));
@@ -1096,21 +1098,21 @@ static void volume_owner_read(hutch_session *s, json_object *vol)
 	json_object *opts = NULL, *u = NULL, *g = NULL;
 	char *end;
 
-	s->vol_uid = s->vol_gid = -1;
+	s->ensure.vol_uid = s->ensure.vol_gid = -1;
 	if (!json_object_object_get_ex(vol, "Options", &opts) ||
 	    !json_object_object_get_ex(opts, "UID", &u) ||
 	    !json_object_object_get_ex(opts, "GID", &g) ||
 	    !json_object_is_type(u, json_type_string) ||
 	    !json_object_is_type(g, json_type_string))
 		return;
-	s->vol_uid = strtol(json_object_get_string(u), &end, 10);
-	if (*end || end == json_object_get_string(u) || s->vol_uid < 0) {
-		s->vol_uid = -1;
+	s->ensure.vol_uid = strtol(json_object_get_string(u), &end, 10);
+	if (*end || end == json_object_get_string(u) || s->ensure.vol_uid < 0) {
+		s->ensure.vol_uid = -1;
 		return;
 	}
-	s->vol_gid = strtol(json_object_get_string(g), &end, 10);
-	if (*end || end == json_object_get_string(g) || s->vol_gid < 0)
-		s->vol_uid = s->vol_gid = -1;
+	s->ensure.vol_gid = strtol(json_object_get_string(g), &end, 10);
+	if (*end || end == json_object_get_string(g) || s->ensure.vol_gid < 0)
+		s->ensure.vol_uid = s->ensure.vol_gid = -1;
 }
 
 static int image_missing(hutch_session *s, hutch_error **err)
@@ -1145,7 +1147,7 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			json_object_object_get_ex(vol, "Labels", &labels);
 			if (!label_get(labels, HUTCH_LABEL_SESSION)) {
 				json_object_put(vol);
-				s->refused = 1;
+				s->ensure.refused = 1;
 				return hutch__error_set(
 					err, HUTCH_ECONFLICT,
 					"volume '%s' exists but was not made by hutch; "
@@ -1156,14 +1158,15 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			 * create below succeeds on Docker for a volume a racer
 			 * made, and fails on Podman, for the same race. */
 			mine = made_by_me(s, labels);
-			snprintf(s->vol_token, sizeof(s->vol_token), "%s",
+			snprintf(s->ensure.vol_token,
+				 sizeof(s->ensure.vol_token), "%s",
 				 label_get(labels, HUTCH_LABEL_CREATION) ?
 					 label_get(labels,
 						   HUTCH_LABEL_CREATION) :
 					 "");
 			if (mine) {
 				s->new_record = 1;
-				s->made_volumes |= MADE_WORKSPACE_VOLUME;
+				s->ensure.made_volumes |= MADE_WORKSPACE_VOLUME;
 			}
 			volume_owner_read(s, vol);
 			rc = adopt_volume_record(s, vol, labels, mine, &latest,
@@ -1182,8 +1185,8 @@ static int ensure_volume(hutch_session *s, hutch_error **err)
 			 * of ours makes it look young: the wait is bounded by
 			 * our own clock too (hutch_session_ensure).
 			 */
-			if (rc == 0 && !mine && !s->settled && !s->takeover &&
-			    latest &&
+			if (rc == 0 && !mine && !s->ensure.settled &&
+			    !s->ensure.takeover && latest &&
 			    (long long)time(NULL) - latest < RECORD_SETTLE_S)
 				rc = WAIT_FOR_MAKER;
 			json_object_put(vol);
@@ -1500,12 +1503,12 @@ static int own_workspace(hutch_session *s, hutch_error **err)
 	int rc;
 
 	/* Docker: done by prepare(), in the agent's archive. */
-	if (s->workspace || s->owned)
+	if (s->workspace || s->ensure.owned)
 		return 0;
 	rc = hutch__session_owner(s, &uid, &gid, err);
 	if (rc < 0)
 		return rc;
-	if (s->vol_uid == (long)uid && s->vol_gid == (long)gid)
+	if (s->ensure.vol_uid == (long)uid && s->ensure.vol_gid == (long)gid)
 		return 0; /* the engine made the volume with this owner */
 	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
@@ -1526,14 +1529,14 @@ static int prepare(hutch_session *s, hutch_error **err)
 {
 	int rc, podman;
 
-	s->owned = 0;
+	s->ensure.owned = 0;
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;
 	rc = install_agent(s, !s->workspace && !podman,
 			   "copy the agent into the container", err);
 	if (rc == 0 && !s->workspace && !podman)
-		s->owned = 1;
+		s->ensure.owned = 1;
 	return rc;
 }
 
@@ -1670,7 +1673,7 @@ static int default_user(hutch_session *s, hutch_error **err)
 {
 	struct stat st;
 
-	s->probe_user = 0;
+	s->ensure.probe_user = 0;
 	if (s->user)
 		return 0;
 	if (s->workspace) {
@@ -1692,7 +1695,7 @@ static int default_user(hutch_session *s, hutch_error **err)
 		}
 		return 0;
 	}
-	s->probe_user = 1;
+	s->ensure.probe_user = 1;
 	s->user = strdup(HUTCH_SESSION_DEFAULT_USER);
 	return s->user ? 0 : hutch__error_oom(err);
 }
@@ -1721,7 +1724,8 @@ static int create_container(hutch_session *s, hutch_error **err)
 	}
 	/* The name is taken atomically: created means ours (made_id). */
 	rc = hutch__api_container_create(s->engine, s->container, &sp,
-					 s->made_id, sizeof(s->made_id),
+					 s->ensure.made_id,
+					 sizeof(s->ensure.made_id),
 					 "create the session's container", err);
 	free(bind);
 	json_object_put(labels);
@@ -1758,7 +1762,7 @@ static void forget_new_volumes(hutch_session *s)
 	int ours;
 
 	for (int i = 0; i < 2; i++) {
-		if (!(s->made_volumes & bit[i]))
+		if (!(s->ensure.made_volumes & bit[i]))
 			continue;
 		/* Still the one we made (a --recreate racer replaces a
 		 * system volume)?  The engines refuse to remove one that a
@@ -1773,12 +1777,12 @@ static void forget_new_volumes(hutch_session *s)
 						 "remove the session volume",
 						 NULL);
 	}
-	s->made_volumes = 0;
+	s->ensure.made_volumes = 0;
 }
 
 /* Make the volumes (or adopt them) and the container: 0 when this call
  * made the container, WAIT_FOR_MAKER, HUTCH_ECONFLICT when a racer's
- * container took the name first (unless s->refused), or an error. */
+ * container took the name first (unless s->ensure.refused), or an error. */
 static int create(hutch_session *s, hutch_error **err)
 {
 	int rc;
@@ -1808,9 +1812,9 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 	char id[128] = "";
 	long gid = -1, uid;
 
-	if (!s->probe_user)
+	if (!s->ensure.probe_user)
 		return 0;
-	s->probe_user = 0;
+	s->ensure.probe_user = 0;
 	/* Each image is read once per engine handle (a batch makes many
 	 * sessions of one image). */
 	if (hutch__api_container_find(s->engine, s->container, &obj,
@@ -1863,13 +1867,13 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		*created = 0;
 	s->new_record = 0;
 	s->recreated = 0;
-	s->refused = 0;
-	s->made_volumes = 0;
-	s->made_id[0] = '\0';
-	s->settled = 0;
-	s->takeover = 0;
-	s->vol_token[0] = '\0';
-	if (hutch__random_hex(s->token, sizeof(s->token)) < 0)
+	s->ensure.refused = 0;
+	s->ensure.made_volumes = 0;
+	s->ensure.made_id[0] = '\0';
+	s->ensure.settled = 0;
+	s->ensure.takeover = 0;
+	s->ensure.vol_token[0] = '\0';
+	if (hutch__random_hex(s->ensure.token, sizeof(s->ensure.token)) < 0)
 		return hutch__error_set(
 			err, HUTCH_EFAILED,
 			"session '%s': no randomness for its creation token: %s",
@@ -1885,7 +1889,7 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 		 * whose settings failed at its start. */
 		if (rc >= 0 && (strcmp(c.state, "running") == 0 ||
 				strcmp(c.state, "paused") == 0))
-			s->settled = 1;
+			s->ensure.settled = 1;
 		if (rc >= 0 && !c.mine) {
 			/* --recreate replaces the first container it finds
 			 * that is not its own, once that one is past its
@@ -1921,11 +1925,11 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 				if (!waiting)
 					waiting = now;
 				else if (now - waiting >= RACE_TAKEOVER_MS)
-					s->takeover = 1;
+					s->ensure.takeover = 1;
 				hutch__sleep_ms(waited++ < 20 ? 25 : 100);
 				continue;
 			}
-			if (rc == HUTCH_ECONFLICT && !s->refused) {
+			if (rc == HUTCH_ECONFLICT && !s->ensure.refused) {
 				/* A racer's container took the name: compared
 				 * with what we asked for above. */
 				hutch_error_free(lerr);
@@ -1941,9 +1945,9 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 				rc = own_workspace(s, &lerr);
 			if (rc == 0 &&
 			    (rc = wants_sandbox_user(s, &lerr)) == 1 &&
-			    (rc = remove_container_id(s, s->made_id, &lerr)) ==
-				    0)
-				s->made_id[0] = '\0';
+			    (rc = remove_container_id(s, s->ensure.made_id,
+						      &lerr)) == 0)
+				s->ensure.made_id[0] = '\0';
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -1990,9 +1994,9 @@ fail:
 		/* What this call made and could not bring up (a user the
 		 * image lacks, say) is not left for the next command to trip
 		 * over; what others made is theirs. */
-		if (s->made_id[0]) {
-			remove_container_id(s, s->made_id, NULL);
-			s->made_id[0] = '\0';
+		if (s->ensure.made_id[0]) {
+			remove_container_id(s, s->ensure.made_id, NULL);
+			s->ensure.made_id[0] = '\0';
 		}
 		forget_new_volumes(s);
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);

@@ -51,11 +51,39 @@ enum {
 	HUTCH__SET_READONLY = 1 << 9,
 };
 
-/* hutch_session.made_volumes */
+/* hutch__ensure_state.made_volumes */
 #define MADE_WORKSPACE_VOLUME 1
 #define MADE_SYSTEM_VOLUME 2
 
+/*
+ * What one hutch_session_ensure() call knows while it runs: how it tells
+ * what it made itself from what a racer made (session_ensure.c says why).
+ * Reset at the start of each call; nothing outside the call reads it.
+ */
+struct hutch__ensure_state {
+	char token[25];	       /* this call's HUTCH_LABEL_CREATION */
+	char vol_token[25];    /* the workspace volume's HUTCH_LABEL_CREATION,
+			       "" when it has none (older hutch) */
+	char made_id[80];      /* Id of the container this call made, "" */
+	int made_volumes;      /* made by this call: MADE_WORKSPACE_VOLUME,
+			       MADE_SYSTEM_VOLUME */
+	int refused;	       /* found another configuration, or a volume of
+			       the session's name that hutch did not make */
+	int settled;	       /* saw a container of the session running or
+			       paused: its record is in use */
+	int takeover;	       /* waited long enough for the call that made
+			       the record to make its container */
+	int probe_user;	       /* the user is the default 1000:1000: look for
+			       the image's "sandbox" once it runs */
+	long vol_uid, vol_gid; /* owner the engine gave the workspace volume
+				  when it made it, or -1 (ensure_volume) */
+	int owned;	       /* the container being brought up got its
+				  workspace owner with the agent (prepare) */
+};
+
 struct hutch_session {
+	/* What the caller asked for (hutch_session_open), and what a record
+	 * filled in for what it did not ask (adopt_record). */
 	hutch_engine *engine; /* borrowed */
 	char *name;
 	char *container; /* "hutch-NAME" */
@@ -71,33 +99,21 @@ struct hutch_session {
 	size_t cap_count;
 	char *network;
 	int read_only;
-	unsigned int set;      /* HUTCH__SET_* */
-	int recreate;	       /* replace a container whose record differs */
-	int new_record;	       /* the last ensure found no volume and made it:
-				   the session is brand new, not recovered */
-	int recreated;	       /* the last ensure replaced a container */
-	int refused;	       /* the last ensure found another configuration,
-				   or a volume of the session's name that
-				   hutch did not make */
-	int user_chosen;       /* ... and found it: keep it over the record */
-	int probe_user;	       /* the user is the default 1000:1000: look for
-				   the image's "sandbox" once it runs */
-	long vol_uid, vol_gid; /* owner the engine gave the workspace volume
-				   when it made it, or -1 (ensure_volume) */
-	int owned;	       /* the container being brought up got its
-				   workspace owner with the agent (prepare) */
-	int podman;	       /* the engine is Podman: 1, 0, -1 not asked */
-	int made_volumes;      /* made by this ensure: MADE_WORKSPACE_VOLUME,
-				   MADE_SYSTEM_VOLUME (session.c) */
-	char token[25];	       /* this ensure's HUTCH_LABEL_CREATION */
-	char vol_token[25];    /* the workspace volume's HUTCH_LABEL_CREATION,
-				   "" when it has none (older hutch) */
-	char made_id[80];      /* Id of the container this ensure made, "" */
-	int settled;	       /* this ensure saw a container of the session
-				   running or paused: its record is in use */
-	int takeover;	       /* waited long enough for the call that made
-				   the record to make its container */
+	unsigned int set; /* HUTCH__SET_* */
+	int recreate;	  /* replace a container whose record differs */
+	int user_chosen;  /* the user was found in the image
+			     (wants_sandbox_user): keep it over the record */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
+
+	/* What this handle learnt about the engine. */
+	int podman; /* the engine is Podman: 1, 0, -1 not asked */
+
+	/* What the last ensure did (exec reads new_record). */
+	int new_record; /* found no volume and made it: the session is
+			   brand new, not recovered */
+	int recreated;	/* replaced a container */
+
+	struct hutch__ensure_state ensure; /* the ensure call running */
 };
 
 /* The uid and gid the session's commands run as, from the container's
