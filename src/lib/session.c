@@ -17,17 +17,13 @@
  * session_list.c (list, inspect, remove), session_image_user.c (the
  * images' "sandbox" accounts).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include <json-c/json.h>
 
 #include "beneath.h"
 #include "common.h"
@@ -270,13 +266,76 @@ const char *hutch__session_unasked_image(void)
 	return env && *env ? env : HUTCH_DEFAULT_IMAGE;
 }
 
+/* The host workspace, resolved and checked. */
+static int open_workspace(hutch_session *s, const char *path, hutch_error **err)
+{
+	/* Resolved now, on the host, so the bind mount names exactly the
+	 * directory the user meant; and through no symlink: another
+	 * session whose workspace holds this path could have put one
+	 * there, to have this session mount a host directory of its
+	 * choosing (the rule of sync's host directories). */
+	int fd = hutch__open_nosymlinks(path, O_PATH);
+	char self[64], real[PATH_MAX];
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		n = readlink(self, real, sizeof(real) - 1);
+		close(fd);
+	}
+	if (n <= 0 || (size_t)n >= sizeof(real) - 1 || real[0] != '/')
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			errno == ELOOP ?
+				"workspace '%.200s' goes through a symlink, which "
+				"hutch does not follow (a sandbox could have put it "
+				"there): give its real path, as `realpath` prints it" :
+				"workspace '%.200s': %s",
+			path,
+			errno == ENOTDIR ? "not a directory" : strerror(errno));
+	real[n] = '\0';
+	/* The engine would bind-mount another directory: its JSON
+	 * decoder turns bad bytes into U+FFFD. */
+	if (hutch__error_if_not_utf8(err, "workspace", real, strlen(real)) < 0)
+		return HUTCH_EINVALID;
+	s->workspace = strdup(real);
+	if (!s->workspace)
+		return hutch__error_oom(err);
+	s->set |= HUTCH__SET_WORKSPACE;
+	return 0;
+}
+
+/* The environment asked for, checked. */
+static int open_env(hutch_session *s, const hutch_session_options *o,
+		    hutch_error **err)
+{
+	s->env = calloc(o->env_count, sizeof(char *));
+	if (!s->env)
+		return hutch__error_oom(err);
+	for (size_t i = 0; i < o->env_count; i++) {
+		if (!env_valid(o->env[i]))
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"invalid environment entry '%.80s': expected K=V",
+				o->env[i]);
+		if (hutch__error_if_not_utf8(err, "environment entry",
+					     o->env[i], strlen(o->env[i])) < 0)
+			return HUTCH_EINVALID;
+		s->env[i] = strdup(o->env[i]);
+		if (!s->env[i])
+			return hutch__error_oom(err);
+		s->env_count++;
+	}
+	s->set |= HUTCH__SET_ENV;
+	return 0;
+}
+
 int hutch_session_open(hutch_session **out, hutch_engine *engine,
 		       const char *name, const hutch_session_options *opts,
 		       hutch_error **err)
 {
 	hutch_session *s;
 	const char *image = NULL;
-	char real[PATH_MAX];
 
 	if (!hutch_session_name_valid(name))
 		return hutch__error_set(
@@ -332,72 +391,20 @@ int hutch_session_open(hutch_session **out, hutch_engine *engine,
 	}
 
 	if (opts && opts->workspace) {
-		/* Resolved now, on the host, so the bind mount names exactly the
-		 * directory the user meant; and through no symlink: another
-		 * session whose workspace holds this path could have put one
-		 * there, to have this session mount a host directory of its
-		 * choosing (the rule of sync's host directories). */
-		int fd = hutch__open_nosymlinks(opts->workspace, O_PATH);
-		char self[64];
-		ssize_t n = -1;
+		int rc = open_workspace(s, opts->workspace, err);
 
-		if (fd >= 0) {
-			snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-			n = readlink(self, real, sizeof(real) - 1);
-			close(fd);
-		}
-		if (n <= 0 || (size_t)n >= sizeof(real) - 1 || real[0] != '/') {
-			hutch__error_set(
-				err, HUTCH_EINVALID,
-				errno == ELOOP ?
-					"workspace '%.200s' goes through a symlink, which "
-					"hutch does not follow (a sandbox could have put it "
-					"there): give its real path, as `realpath` prints it" :
-					"workspace '%.200s': %s",
-				opts->workspace,
-				errno == ENOTDIR ? "not a directory" :
-						   strerror(errno));
+		if (rc < 0) {
 			hutch_session_free(s);
-			return HUTCH_EINVALID;
+			return rc;
 		}
-		real[n] = '\0';
-		/* The engine would bind-mount another directory: its JSON
-		 * decoder turns bad bytes into U+FFFD. */
-		if (hutch__error_if_not_utf8(err, "workspace", real,
-					     strlen(real)) < 0) {
-			hutch_session_free(s);
-			return HUTCH_EINVALID;
-		}
-		s->workspace = strdup(real);
-		if (!s->workspace)
-			goto oom;
-		s->set |= HUTCH__SET_WORKSPACE;
 	}
 	if (opts && opts->env_count) {
-		s->env = calloc(opts->env_count, sizeof(char *));
-		if (!s->env)
-			goto oom;
-		for (size_t i = 0; i < opts->env_count; i++) {
-			if (!env_valid(opts->env[i])) {
-				hutch__error_set(
-					err, HUTCH_EINVALID,
-					"invalid environment entry '%.80s': expected K=V",
-					opts->env[i]);
-				hutch_session_free(s);
-				return HUTCH_EINVALID;
-			}
-			if (hutch__error_if_not_utf8(
-				    err, "environment entry", opts->env[i],
-				    strlen(opts->env[i])) < 0) {
-				hutch_session_free(s);
-				return HUTCH_EINVALID;
-			}
-			s->env[i] = strdup(opts->env[i]);
-			if (!s->env[i])
-				goto oom;
-			s->env_count++;
+		int rc = open_env(s, opts, err);
+
+		if (rc < 0) {
+			hutch_session_free(s);
+			return rc;
 		}
-		s->set |= HUTCH__SET_ENV;
 	}
 	if (opts && opts->secret_count) {
 		int rc = hutch_session_set_secrets(s, opts->secrets,

@@ -2,16 +2,10 @@
  * session_ensure.c - bringing a session's container up, with any number
  * of other processes doing the same for the same session
  */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 #include <json-c/json.h>
 
 #include "common.h"
@@ -193,6 +187,10 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
  *    settings that cannot work (a user its image lacks) fail that racer
  *    alone, and its cleanup never pulls volumes from under another;
  *  - a call that fails removes its own container and volumes only.
+ *
+ * It stays one function, over 100 lines: each turn of the loop looks at
+ * the container once and decides from that one sight, and the reasons
+ * above hold only when read with all the branches side by side.
  */
 int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 {

@@ -55,12 +55,6 @@ enum {
 	HUTCH__SET_READONLY = 1 << 9,
 };
 
-/* How long a process that lost the creation race waits for the winner to
- * start the container before it finishes the job itself
- * (session_ensure.c). */
-#define RACE_TAKEOVER_MS 10000
-#define RACE_GIVEUP_MS 60000
-
 /* ensure_volume(), create(): another call is making this new session's
  * container; wait for it (see hutch_session_ensure). */
 #define WAIT_FOR_MAKER 1

@@ -1,16 +1,9 @@
 /*
  * session_list.c - describing and removing sessions
  */
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 #include <json-c/json.h>
 
 #include "common.h"

@@ -5,16 +5,9 @@
  * made (labels_new), read back to bring a session up as it was
  * (adopt_record), and compared with what a caller asks for (mismatch).
  */
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 #include <json-c/json.h>
 
 #include "common.h"
