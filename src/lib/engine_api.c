@@ -111,6 +111,22 @@ static int call_on(hutch_engine *e, const char *method, const char *before,
 	return hutch__engine_call(e, method, path, NULL, NULL, NULL, what, err);
 }
 
+/* GET a path that names one thing: its JSON in *out (may be NULL).  With
+ * `find`, 1 when it is there and 0 for a 404 (hutch__engine_get). */
+static int get_on(hutch_engine *e, const char *before, const char *name,
+		  const char *after, int find, json_object **out,
+		  const char *what, hutch_error **err)
+{
+	char path[1024];
+	int rc = path_of(path, sizeof(path), err, before, name, after);
+
+	if (rc < 0)
+		return rc;
+	if (find)
+		return hutch__engine_get(e, path, what, out, err);
+	return hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+}
+
 /* ---- containers ------------------------------------------------------- */
 
 static json_object *strings_new(const char *const *v, size_t n)
@@ -290,26 +306,14 @@ int hutch__api_container_inspect(hutch_engine *e, const char *container,
 				 json_object **out, const char *what,
 				 hutch_error **err)
 {
-	char path[512];
-	int rc = path_of(path, sizeof(path), err, "/containers/", container,
-			 "/json");
-
-	if (rc < 0)
-		return rc;
-	return hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+	return get_on(e, "/containers/", container, "/json", 0, out, what, err);
 }
 
 int hutch__api_container_find(hutch_engine *e, const char *container,
 			      json_object **out, const char *what,
 			      hutch_error **err)
 {
-	char path[512];
-	int rc = path_of(path, sizeof(path), err, "/containers/", container,
-			 "/json");
-
-	if (rc < 0)
-		return rc;
-	return hutch__engine_get(e, path, what, out, err);
+	return get_on(e, "/containers/", container, "/json", 1, out, what, err);
 }
 
 /* `filters` as the engines take it, URL-escaped: {"label":[LABEL]} and,
@@ -337,15 +341,15 @@ static char *label_filter(const char *label, int running)
 	return esc;
 }
 
-int hutch__api_container_list(hutch_engine *e, const char *label, int all,
-			      json_object **out, const char *what,
-			      hutch_error **err)
+/* GET `prefix` with the label filter (see label_filter) appended. */
+static int list_call(hutch_engine *e, const char *prefix, const char *label,
+		     int running, json_object **out, const char *what,
+		     hutch_error **err)
 {
-	char *esc = label_filter(label, !all), *path = NULL;
+	char *esc = label_filter(label, running), *path = NULL;
 	int rc;
 
-	if (!esc || asprintf(&path, "/containers/json?%sfilters=%s",
-			     all ? "all=1&" : "", esc) < 0) {
+	if (!esc || asprintf(&path, "%sfilters=%s", prefix, esc) < 0) {
 		free(esc);
 		return hutch__error_oom(err);
 	}
@@ -353,6 +357,15 @@ int hutch__api_container_list(hutch_engine *e, const char *label, int all,
 	free(path);
 	free(esc);
 	return rc;
+}
+
+int hutch__api_container_list(hutch_engine *e, const char *label, int all,
+			      json_object **out, const char *what,
+			      hutch_error **err)
+{
+	return list_call(e,
+			 all ? "/containers/json?all=1&" : "/containers/json?",
+			 label, !all, out, what, err);
 }
 
 /* ---- archives ---------------------------------------------------------- */
@@ -471,23 +484,13 @@ int hutch__api_volume_inspect(hutch_engine *e, const char *name,
 			      json_object **out, const char *what,
 			      hutch_error **err)
 {
-	char path[512];
-	int rc = path_of(path, sizeof(path), err, "/volumes/", name, "");
-
-	if (rc < 0)
-		return rc;
-	return hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+	return get_on(e, "/volumes/", name, "", 0, out, what, err);
 }
 
 int hutch__api_volume_find(hutch_engine *e, const char *name, json_object **out,
 			   const char *what, hutch_error **err)
 {
-	char path[512];
-	int rc = path_of(path, sizeof(path), err, "/volumes/", name, "");
-
-	if (rc < 0)
-		return rc;
-	return hutch__engine_get(e, path, what, out, err);
+	return get_on(e, "/volumes/", name, "", 1, out, what, err);
 }
 
 int hutch__api_volume_remove(hutch_engine *e, const char *name,
@@ -500,17 +503,7 @@ int hutch__api_volume_list(hutch_engine *e, const char *label,
 			   json_object **out, const char *what,
 			   hutch_error **err)
 {
-	char *esc = label_filter(label, 0), *path = NULL;
-	int rc;
-
-	if (!esc || asprintf(&path, "/volumes?filters=%s", esc) < 0) {
-		free(esc);
-		return hutch__error_oom(err);
-	}
-	rc = hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
-	free(path);
-	free(esc);
-	return rc;
+	return list_call(e, "/volumes?", label, 0, out, what, err);
 }
 
 /* ---- images and the engine ------------------------------------------------ */
@@ -519,12 +512,7 @@ int hutch__api_image_inspect(hutch_engine *e, const char *image,
 			     json_object **out, const char *what,
 			     hutch_error **err)
 {
-	char path[1024];
-	int rc = path_of(path, sizeof(path), err, "/images/", image, "/json");
-
-	if (rc < 0)
-		return rc;
-	return hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+	return get_on(e, "/images/", image, "/json", 0, out, what, err);
 }
 
 int hutch__api_ping(hutch_engine *e, hutch_error **err)
