@@ -262,6 +262,7 @@ int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->share_lock, NULL);
 	e->api_version = HUTCH_PINNED_API;
+	e->negotiate = hutch__api_negotiate;
 	/* At most one URL from the caller or the environment, or one per
 	 * default socket. */
 	e->urls = calloc(8, sizeof(char *));

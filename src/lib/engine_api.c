@@ -561,6 +561,27 @@ out:
 	return rc;
 }
 
+int hutch__api_negotiate(hutch_engine *e, hutch_error **err)
+{
+	json_object *obj = NULL, *v;
+	int rc;
+
+	rc = hutch__api_version(e, &obj, err);
+	if (rc < 0)
+		return rc;
+	if (json_object_object_get_ex(obj, "ApiVersion", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    hutch__http_use_api_version(e, json_object_get_string(v)) == 0)
+		rc = 0;
+	else
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"engine at %s did not say its API version",
+			hutch_engine_url(e));
+	json_object_put(obj);
+	return rc;
+}
+
 int hutch__api_is_podman(hutch_engine *e, hutch_error **err)
 {
 	hutch_error *lerr = NULL;

@@ -147,6 +147,10 @@ int hutch__api_image_inspect(hutch_engine *e, const char *image,
 int hutch__api_ping(hutch_engine *e, hutch_error **err);
 /* GET /version (unversioned): the engine's JSON answer. */
 int hutch__api_version(hutch_engine *e, json_object **out, hutch_error **err);
+/* Ask the engine (GET /version) which API version it speaks and use it
+ * from now on; an engine's handle calls this when the engine says the
+ * version hutch pins is too new for it (http.c). */
+int hutch__api_negotiate(hutch_engine *e, hutch_error **err);
 /* 1 on Podman, 0 on Docker: only Podman serves its own API beside the
  * Docker one (GET /version costs Podman seconds; this does not). */
 int hutch__api_is_podman(hutch_engine *e, hutch_error **err);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include <hutch/engine.h>
+#include <hutch/error.h>
 
 struct hutch__conn;
 
@@ -46,6 +47,11 @@ struct hutch_engine {
 	const char *api_version;
 	char negotiated_version[16];
 	int negotiated; /* guarded by lock */
+	/* Asks the engine which API version it speaks and hands the answer
+	 * to hutch__http_use_api_version (hutch__api_negotiate, set by
+	 * hutch_engine_open): the transport knows when to ask, the engine
+	 * layer how. */
+	int (*negotiate)(hutch_engine *e, hutch_error **err);
 
 	pthread_mutex_t lock; /* guards the pool and negotiation */
 	struct hutch__conn *pool;

@@ -22,7 +22,6 @@
 #include "engine_handle.h"
 #include "error.h"
 #include "http.h"
-#include "json.h"
 
 /* Idle connections kept for reuse: as many as were ever in use at once
  * (so N threads calling in a loop keep N connections, not open and close
@@ -516,47 +515,23 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	return 0;
 }
 
-/* Ask the engine which API version it speaks, for engines too old for
- * the version hutch pins. */
-static int negotiate(hutch_engine *e, hutch_error **err)
+int hutch__http_use_api_version(hutch_engine *e, const char *version)
 {
-	hutch__request req = { .method = "GET",
-			       .path = "/version",
-			       .unversioned = 1 };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	json_object *obj, *v;
-	int rc;
-
-	rc = hutch__http(e, &req, &resp, err);
-	if (rc < 0)
-		return rc;
-	obj = hutch__json_parse(resp.body.data, resp.body.len);
-	if (obj && json_object_object_get_ex(obj, "ApiVersion", &v) &&
-	    json_object_is_type(v, json_type_string) &&
-	    strlen(json_object_get_string(v)) < sizeof(e->negotiated_version)) {
-		/* Threads that hit the 400 at the same time all ask; the first
-		 * answer is written once and published, the others are the
-		 * same engine's same answer and are dropped. */
-		pthread_mutex_lock(&e->lock);
-		if (!e->negotiated) {
-			snprintf(e->negotiated_version,
-				 sizeof(e->negotiated_version), "%s",
-				 json_object_get_string(v));
-			__atomic_store_n(&e->api_version, e->negotiated_version,
-					 __ATOMIC_RELEASE);
-			e->negotiated = 1;
-		}
-		pthread_mutex_unlock(&e->lock);
-		rc = 0;
-	} else {
-		rc = hutch__error_set(
-			err, HUTCH_EPROTO,
-			"engine at %s did not say its API version",
-			hutch_engine_url(e));
+	if (strlen(version) >= sizeof(e->negotiated_version))
+		return -1;
+	/* Threads that hit the 400 at the same time all ask; the first
+	 * answer is written once and published, the others are the
+	 * same engine's same answer and are dropped. */
+	pthread_mutex_lock(&e->lock);
+	if (!e->negotiated) {
+		snprintf(e->negotiated_version, sizeof(e->negotiated_version),
+			 "%s", version);
+		__atomic_store_n(&e->api_version, e->negotiated_version,
+				 __ATOMIC_RELEASE);
+		e->negotiated = 1;
 	}
-	json_object_put(obj);
-	hutch__response_free(&resp);
-	return rc;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
 }
 
 int hutch__http(hutch_engine *e, const hutch__request *req,
@@ -636,7 +611,7 @@ again:
 		pthread_mutex_unlock(&e->lock);
 		/* Another thread may have asked while this request was on
 		 * its way with the pinned version. */
-		if (negotiated || negotiate(e, &nerr) == 0)
+		if (negotiated || (e->negotiate && e->negotiate(e, &nerr) == 0))
 			goto again;
 		hutch_error_free(nerr);
 	}

@@ -73,6 +73,11 @@ int hutch__http(hutch_engine *e, const hutch__request *req,
 		hutch__response *resp, hutch_error **err);
 void hutch__response_free(hutch__response *resp);
 
+/* Use API version `version` from now on (an engine too old for the one
+ * hutch pins named it): written once, later calls keep the first.  -1
+ * when it is too long to be one. */
+int hutch__http_use_api_version(hutch_engine *e, const char *version);
+
 /* Percent-encode for a URL path segment or query value; caller frees. */
 char *hutch__url_escape(const char *s);
 
