@@ -22,6 +22,17 @@
 #include "error.h"
 #include "session_internal.h"
 
+/* A volume of the session's name that hutch did not make: never used,
+ * never removed. */
+static int not_made_by_hutch(hutch_error **err, const char *volume)
+{
+	return hutch__error_set(
+		err, HUTCH_ECONFLICT,
+		"volume '%s' exists but was not made by hutch; remove it or pick "
+		"another session name",
+		volume);
+}
+
 /* Make the system volume hold this configuration as its record: the one
  * a container removed from outside comes back with.  A record for another
  * configuration (before --recreate, from an older hutch, or made beside a
@@ -45,11 +56,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 	json_object_put(vol);
 	if (vol && !labels && !stale) {
 		s->ensure.refused = 1;
-		return hutch__error_set(
-			err, HUTCH_ECONFLICT,
-			"volume '%s' exists but was not made by hutch; remove it or "
-			"pick another session name",
-			s->sysvol);
+		return not_made_by_hutch(err, s->sysvol);
 	}
 	if (vol) {
 		rc = hutch__api_volume_remove(
@@ -92,11 +99,7 @@ static int ensure_sysvol(hutch_session *s, hutch_error **err)
 		if (labels)
 			hutch__session_mismatch(s, labels, diff, sizeof(diff));
 		if (!labels && !stale)
-			rc = hutch__error_set(
-				err, HUTCH_ECONFLICT,
-				"volume '%s' exists but was not made by hutch; remove it "
-				"or pick another session name",
-				s->sysvol);
+			rc = not_made_by_hutch(err, s->sysvol);
 		else if (diff[0])
 			rc = hutch__session_mismatch_error(diff, err);
 		else
@@ -206,11 +209,7 @@ int hutch__session_ensure_volume(hutch_session *s, hutch_error **err)
 			if (!hutch__label_get(labels, HUTCH_LABEL_SESSION)) {
 				json_object_put(vol);
 				s->ensure.refused = 1;
-				return hutch__error_set(
-					err, HUTCH_ECONFLICT,
-					"volume '%s' exists but was not made by hutch; "
-					"remove it or pick another session name",
-					s->volume);
+				return not_made_by_hutch(err, s->volume);
 			}
 			/* Ours only when it carries this call's token: the
 			 * create below succeeds on Docker for a volume a racer
