@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "http.h"
@@ -261,8 +261,8 @@ int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err)
 		return hutch__error_oom(err);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->share_lock, NULL);
-	pthread_cond_init(&e->image_user_cond, NULL);
 	e->api_version = HUTCH_PINNED_API;
+	e->negotiate = hutch__api_negotiate;
 	/* At most one URL from the caller or the environment, or one per
 	 * default socket. */
 	e->urls = calloc(8, sizeof(char *));
@@ -300,98 +300,6 @@ done:
 	return 0;
 }
 
-/* How long a caller waits for another's read of the same image. */
-#define IMAGE_USER_WAIT_S 10
-
-static struct hutch__image_user *image_user_find(hutch_engine *e,
-						 const char *id)
-{
-	for (size_t i = 0; i < HUTCH_ARRAY_SIZE(e->image_users); i++)
-		if (strcmp(e->image_users[i].id, id) == 0)
-			return &e->image_users[i];
-	return NULL;
-}
-
-/* The next slot of the ring; waiters on what it held read for themselves. */
-static struct hutch__image_user *image_user_slot(hutch_engine *e,
-						 const char *id)
-{
-	struct hutch__image_user *u;
-
-	u = &e->image_users[e->image_users_next++ %
-			    HUTCH_ARRAY_SIZE(e->image_users)];
-	if (u->pending)
-		pthread_cond_broadcast(&e->image_user_cond);
-	snprintf(u->id, sizeof(u->id), "%s", id);
-	u->pending = 0;
-	return u;
-}
-
-int hutch__engine_image_user(hutch_engine *e, const char *id, long *uid,
-			     long *gid)
-{
-	struct hutch__image_user *u;
-	struct timespec until;
-	int found = 0;
-
-	if (!*id || strlen(id) >= sizeof(e->image_users[0].id))
-		return 0;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += IMAGE_USER_WAIT_S;
-	pthread_mutex_lock(&e->lock);
-	for (;;) {
-		u = image_user_find(e, id);
-		if (!u) {
-			/* This caller reads it; the next ones wait. */
-			image_user_slot(e, id)->pending = 1;
-			break;
-		}
-		if (!u->pending) {
-			*uid = u->uid;
-			*gid = u->gid;
-			found = 1;
-			break;
-		}
-		if (pthread_cond_timedwait(&e->image_user_cond, &e->lock,
-					   &until) != 0)
-			break; /* slow: read it too, as if nobody were */
-	}
-	pthread_mutex_unlock(&e->lock);
-	return found;
-}
-
-void hutch__engine_image_user_keep(hutch_engine *e, const char *id, long uid,
-				   long gid)
-{
-	struct hutch__image_user *u;
-
-	if (!*id || strlen(id) >= sizeof(e->image_users[0].id))
-		return;
-	pthread_mutex_lock(&e->lock);
-	u = image_user_find(e, id);
-	if (!u)
-		u = image_user_slot(e, id);
-	u->uid = uid;
-	u->gid = gid;
-	u->pending = 0;
-	pthread_cond_broadcast(&e->image_user_cond);
-	pthread_mutex_unlock(&e->lock);
-}
-
-void hutch__engine_image_user_drop(hutch_engine *e, const char *id)
-{
-	struct hutch__image_user *u;
-
-	pthread_mutex_lock(&e->lock);
-	u = *id ? image_user_find(e, id) : NULL;
-	if (u && u->pending) {
-		u->id[0] = '\0';
-		u->pending = 0;
-		pthread_cond_broadcast(&e->image_user_cond);
-	}
-	pthread_mutex_unlock(&e->lock);
-}
-
 void hutch_engine_free(hutch_engine *e)
 {
 	if (!e)
@@ -409,7 +317,6 @@ void hutch_engine_free(hutch_engine *e)
 	free(e->tls_key);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->share_lock);
-	pthread_cond_destroy(&e->image_user_cond);
 	free(e);
 }
 
@@ -435,18 +342,7 @@ int hutch_engine_tls(const hutch_engine *e)
 
 int hutch_engine_ping(hutch_engine *e, hutch_error **err)
 {
-	hutch__request req = { .method = "GET",
-			       .path = "/_ping",
-			       .unversioned = 1 };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	int rc;
-
-	rc = hutch__http(e, &req, &resp, err);
-	if (rc == 0 && resp.status != 200)
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, "ping");
-	hutch__response_free(&resp);
-	return rc;
+	return hutch__api_ping(e, err);
 }
 
 static char *get_str(json_object *obj, const char *key)
@@ -475,34 +371,18 @@ void hutch_engine_info_free(hutch_engine_info *info)
 int hutch_engine_info_get(hutch_engine_info **out, hutch_engine *e,
 			  hutch_error **err)
 {
-	hutch__request req = { .method = "GET",
-			       .path = "/version",
-			       .unversioned = 1 };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
 	hutch_engine_info *info = NULL;
 	json_object *obj = NULL, *comps, *c;
 	char *name;
 	int rc;
 
-	rc = hutch__http(e, &req, &resp, err);
+	rc = hutch__api_version(e, &obj, err);
 	if (rc < 0)
-		goto out;
-	if (resp.status != 200) {
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, "engine version");
-		goto out;
-	}
-	obj = hutch__json_parse(resp.body.data, resp.body.len);
+		return rc;
 	info = calloc(1, sizeof(*info));
 	if (!info) {
-		rc = hutch__error_oom(err);
-		goto out;
-	}
-	if (!obj || !json_object_is_type(obj, json_type_object)) {
-		rc = hutch__error_set(
-			err, HUTCH_EPROTO,
-			"engine version: the answer is not a JSON object");
-		goto out;
+		json_object_put(obj);
+		return hutch__error_oom(err);
 	}
 	info->version = get_str(obj, "Version");
 	info->api_version = get_str(obj, "ApiVersion");
@@ -523,20 +403,14 @@ int hutch_engine_info_get(hutch_engine_info **out, hutch_engine *e,
 	}
 	info->name = strdup(
 		info->kind == HUTCH_ENGINE_PODMAN ? "Podman" : "Docker Engine");
-	*out = info;
-	info = NULL;
-	rc = 0;
-out:
-	hutch_engine_info_free(info);
 	json_object_put(obj);
-	hutch__response_free(&resp);
-	return rc;
+	*out = info;
+	return 0;
 }
 
 int hutch_engine_image_exists(hutch_engine *e, const char *image,
 			      hutch_error **err)
 {
-	char path[1024];
 	hutch_error *lerr = NULL;
 	int rc;
 
@@ -548,19 +422,12 @@ int hutch_engine_image_exists(hutch_engine *e, const char *image,
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"invalid image name '%.100s'",
 					image ? image : "");
-	snprintf(path, sizeof(path), "/images/%s/json", image);
-	rc = hutch__engine_call(e, "GET", path, NULL, NULL, NULL, "image",
-				&lerr);
+	rc = hutch__api_image_inspect(e, image, NULL, "image", &lerr);
 	if (rc == HUTCH_ENOTFOUND) {
 		hutch_error_free(lerr);
 		return 0;
 	}
-	if (rc < 0) {
-		if (err)
-			*err = lerr;
-		else
-			hutch_error_free(lerr);
-		return rc;
-	}
+	if (rc < 0)
+		return hutch__error_pass(err, lerr, rc);
 	return 1;
 }

@@ -18,6 +18,7 @@
 #include <hutch/session.h>
 
 #include "common.h"
+#include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "session_internal.h"
@@ -184,21 +185,19 @@ struct probe {
 static void probe_where(struct probe *p)
 {
 	char *esc = hutch__url_escape(p->name);
-	char path[512];
+	char name[512];
 	int rc;
 
 	if (!esc) {
 		hutch__error_oom(&p->err);
 		return;
 	}
-	snprintf(path, sizeof(path), "/containers/hutch-%s/json", esc);
-	rc = hutch__engine_get(p->engine, path, "inspect container", NULL,
-			       &p->err);
-	if (rc == 0) {
-		snprintf(path, sizeof(path), "/volumes/hutch-%s", esc);
-		rc = hutch__engine_get(p->engine, path, "inspect volume", NULL,
-				       &p->err);
-	}
+	snprintf(name, sizeof(name), "hutch-%s", esc);
+	rc = hutch__api_container_find(p->engine, name, NULL,
+				       "inspect container", &p->err);
+	if (rc == 0)
+		rc = hutch__api_volume_find(p->engine, name, NULL,
+					    "inspect volume", &p->err);
 	free(esc);
 	if (rc >= 0)
 		p->has = rc;
@@ -209,13 +208,8 @@ static void probe_load(struct probe *p)
 {
 	json_object *list = NULL;
 
-	/* {"label":["dev.hutch.session"],"status":["running"]} */
-	if (hutch__engine_call(
-		    p->engine, "GET",
-		    "/containers/json?filters=%7B%22label%22%3A%5B%22" HUTCH_LABEL_SESSION
-		    "%22%5D%2C%22status%22%3A%5B"
-		    "%22running%22%5D%7D",
-		    NULL, &list, NULL, "list containers", &p->err) == 0) {
+	if (hutch__api_container_list(p->engine, HUTCH_LABEL_SESSION, 0, &list,
+				      "list containers", &p->err) == 0) {
 		if (json_object_is_type(list, json_type_array))
 			p->running = (long)json_object_array_length(list);
 		else

@@ -16,6 +16,7 @@
 
 #include "agent_blob.h"
 #include "common.h"
+#include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "glob.h"
@@ -31,20 +32,12 @@
 static int read_record(hutch_engine *e, const char *container, long long *out,
 		       int *found, hutch_error **err)
 {
-	hutch__request req = { .method = "HEAD",
-			       .header = "X-Docker-Container-Path-Stat" };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char path[512], *esc = hutch__url_escape(HUTCH_LAST_USED_PATH);
+	char stat[1024];
 	int rc;
 
 	*found = 0;
-	if (!esc)
-		return hutch__error_oom(err);
-	snprintf(path, sizeof(path), "/containers/%s/archive?path=%s",
-		 container, esc);
-	free(esc);
-	req.path = path;
-	rc = hutch__http(e, &req, &resp, err);
+	rc = hutch__api_archive_stat(e, container, HUTCH_LAST_USED_PATH, stat,
+				     sizeof(stat), err);
 	/*
 	 * 200: its stat.  404: no record (or no container, which the caller's
 	 * inspection tells).  Anything else: the sandbox can put what it
@@ -54,10 +47,9 @@ static int read_record(hutch_engine *e, const char *container, long long *out,
 	 * fails that inspection instead.  A sandbox gains nothing by it: the
 	 * container's times are never later than its real last use.
 	 */
-	if (rc == 0 && resp.status == 200)
-		*found = hutch__path_stat_mtime(resp.header, out) == 0;
-	hutch__response_free(&resp);
-	return rc;
+	if (rc == 1)
+		*found = hutch__path_stat_mtime(stat, out) == 0;
+	return rc < 0 ? rc : 0;
 }
 
 static long long json_time(json_object *obj, const char *key)
@@ -83,12 +75,10 @@ static int container_times(hutch_engine *e, const char *container,
 			   long long *out, hutch_error **err)
 {
 	json_object *obj = NULL, *st = NULL;
-	char path[512];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL,
-				"inspect the session's container", err);
+	rc = hutch__api_container_inspect(
+		e, container, &obj, "inspect the session's container", err);
 	if (rc < 0)
 		return rc;
 	json_object_object_get_ex(obj, "State", &st);
@@ -104,12 +94,11 @@ static int volume_time(hutch_engine *e, const char *volume, long long *out,
 		       hutch_error **err)
 {
 	json_object *obj = NULL;
-	char path[512];
 	int rc;
 
 	*out = 0;
-	snprintf(path, sizeof(path), "/volumes/%s", volume);
-	rc = hutch__engine_get(e, path, "inspect a session volume", &obj, err);
+	rc = hutch__api_volume_find(e, volume, &obj, "inspect a session volume",
+				    err);
 	if (rc <= 0)
 		return rc;
 	*out = json_time(obj, "CreatedAt");
@@ -198,9 +187,8 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 	size_t n;
 	int rc, running = 0;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	rc = hutch__engine_get(e, path, "inspect the session's container", &obj,
-			       err);
+	rc = hutch__api_container_find(e, container, &obj,
+				       "inspect the session's container", err);
 	if (rc <= 0)
 		return rc;
 	if (!json_object_object_get_ex(obj, "State", &st) ||
@@ -234,11 +222,7 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 		}
 		if (rc < 0) {
 			json_object_put(obj);
-			if (err)
-				*err = lerr;
-			else
-				hutch_error_free(lerr);
-			return rc;
+			return hutch__error_pass(err, lerr, rc);
 		}
 		running = json_object_object_get_ex(ex, "Running", &r) &&
 			  json_object_get_boolean(r);

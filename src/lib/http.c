@@ -19,7 +19,7 @@
 #include <curl/curl.h>
 
 #include "common.h"
-#include "engine_internal.h"
+#include "engine_handle.h"
 #include "error.h"
 #include "http.h"
 
@@ -515,47 +515,23 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	return 0;
 }
 
-/* Ask the engine which API version it speaks, for engines too old for
- * the version hutch pins. */
-static int negotiate(hutch_engine *e, hutch_error **err)
+int hutch__http_use_api_version(hutch_engine *e, const char *version)
 {
-	hutch__request req = { .method = "GET",
-			       .path = "/version",
-			       .unversioned = 1 };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	json_object *obj, *v;
-	int rc;
-
-	rc = hutch__http(e, &req, &resp, err);
-	if (rc < 0)
-		return rc;
-	obj = hutch__json_parse(resp.body.data, resp.body.len);
-	if (obj && json_object_object_get_ex(obj, "ApiVersion", &v) &&
-	    json_object_is_type(v, json_type_string) &&
-	    strlen(json_object_get_string(v)) < sizeof(e->negotiated_version)) {
-		/* Threads that hit the 400 at the same time all ask; the first
-		 * answer is written once and published, the others are the
-		 * same engine's same answer and are dropped. */
-		pthread_mutex_lock(&e->lock);
-		if (!e->negotiated) {
-			snprintf(e->negotiated_version,
-				 sizeof(e->negotiated_version), "%s",
-				 json_object_get_string(v));
-			__atomic_store_n(&e->api_version, e->negotiated_version,
-					 __ATOMIC_RELEASE);
-			e->negotiated = 1;
-		}
-		pthread_mutex_unlock(&e->lock);
-		rc = 0;
-	} else {
-		rc = hutch__error_set(
-			err, HUTCH_EPROTO,
-			"engine at %s did not say its API version",
-			hutch_engine_url(e));
+	if (strlen(version) >= sizeof(e->negotiated_version))
+		return -1;
+	/* Threads that hit the 400 at the same time all ask; the first
+	 * answer is written once and published, the others are the
+	 * same engine's same answer and are dropped. */
+	pthread_mutex_lock(&e->lock);
+	if (!e->negotiated) {
+		snprintf(e->negotiated_version, sizeof(e->negotiated_version),
+			 "%s", version);
+		__atomic_store_n(&e->api_version, e->negotiated_version,
+				 __ATOMIC_RELEASE);
+		e->negotiated = 1;
 	}
-	json_object_put(obj);
-	hutch__response_free(&resp);
-	return rc;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
 }
 
 int hutch__http(hutch_engine *e, const hutch__request *req,
@@ -635,7 +611,7 @@ again:
 		pthread_mutex_unlock(&e->lock);
 		/* Another thread may have asked while this request was on
 		 * its way with the pinned version. */
-		if (negotiated || negotiate(e, &nerr) == 0)
+		if (negotiated || (e->negotiate && e->negotiate(e, &nerr) == 0))
 			goto again;
 		hutch_error_free(nerr);
 	}
@@ -645,72 +621,4 @@ again:
 void hutch__response_free(hutch__response *resp)
 {
 	hutch__buf_free(&resp->body);
-}
-
-int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
-		       json_object *body, json_object **out, long *status,
-		       const char *what, hutch_error **err)
-{
-	hutch__request req = { .method = method, .path = path };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	size_t len = 0;
-	int rc;
-
-	if (body) {
-		req.body = json_object_to_json_string_length(
-			body, JSON_C_TO_STRING_PLAIN, &len);
-		if (!req.body)
-			return hutch__error_oom(err);
-		req.body_len = len;
-	}
-	rc = hutch__http(e, &req, &resp, err);
-	if (rc < 0) {
-		hutch__error_wrap(err, rc, "%s", what);
-		goto out;
-	}
-	if (status)
-		*status = resp.status;
-	if (resp.status < 200 || (resp.status >= 300 && resp.status != 304)) {
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, what);
-		goto out;
-	}
-	if (out) {
-		*out = NULL;
-		if (resp.body.len) {
-			*out = hutch__json_parse(resp.body.data, resp.body.len);
-			if (!*out) {
-				rc = hutch__error_set(
-					err, HUTCH_EPROTO,
-					"%s: the engine's answer is not valid JSON",
-					what);
-				goto out;
-			}
-		}
-	}
-	rc = 0;
-out:
-	hutch__response_free(&resp);
-	return rc;
-}
-
-int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
-		      json_object **out, hutch_error **err)
-{
-	long status = 0;
-	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what,
-				    err);
-
-	if (rc == 0)
-		return 1;
-	if (status == 404) {
-		if (err) {
-			hutch_error_free(*err);
-			*err = NULL;
-		}
-		if (out)
-			*out = NULL;
-		return 0;
-	}
-	return rc;
 }

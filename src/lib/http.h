@@ -1,10 +1,85 @@
 /*
- * http.h - connection pool of an engine handle
+ * http.h - HTTP/1.1 to the engine: requests, answers, the connection pool
+ *
+ * The transport knows methods, paths, bodies and statuses; what the paths
+ * and bodies mean is the engine layer's (engine_api.h).
  */
 #ifndef HUTCH_HTTP_H
 #define HUTCH_HTTP_H
 
+#include <stddef.h>
+
 #include <hutch/engine.h>
+#include <hutch/exec.h>
+
+#include "buf.h"
+
+/* A cancellation flag: raised by hutch_cancel_raise (exec.c), read by the
+ * transport between reads of an answer. */
+struct hutch_cancel {
+	int raised; /* __atomic_* only: raised from signal handlers and threads */
+};
+
+/* Largest JSON answer hutch reads from an engine. */
+#define HUTCH_MAX_RESPONSE (16u * 1024u * 1024u)
+
+/* Returns non-zero to abort the transfer. */
+typedef int (*hutch__sink_fn)(const char *data, size_t len, void *payload);
+/* The request's deadline passed: a new deadline (monotonic ms, later than
+ * now) to go on reading, or 0 to stop with HUTCH_ETIMEOUT. */
+typedef unsigned long long (*hutch__deadline_fn)(void *payload);
+/* Like a curl read callback: bytes written to buf, 0 at the end, or
+ * (size_t)-1 to abort. */
+typedef size_t (*hutch__source_fn)(char *buf, size_t len, void *payload);
+
+typedef struct {
+	const char *method;
+	const char *path; /* after the version prefix, e.g. "/_ping" */
+	int unversioned;  /* 1: no /vX.Y prefix */
+	const char *body; /* JSON body, or NULL */
+	size_t body_len;
+	hutch__source_fn source; /* streamed request body (instead of body) */
+	void *source_payload;
+	const char *content_type; /* default application/json */
+	hutch__sink_fn sink; /* streamed 2xx answer (instead of collecting) */
+	void *sink_payload;
+	unsigned long long deadline_ms; /* monotonic; 0: none */
+	hutch__deadline_fn on_deadline; /* may be NULL; gets sink_payload */
+	const hutch_cancel *cancel;
+	const char *header; /* an answer header to keep (its name), or
+				      NULL; "HEAD" asks for no body */
+} hutch__request;
+
+typedef struct {
+	long status;
+	hutch_buf body;	   /* error bodies always land here */
+	int sink_aborted;  /* the sink asked to stop */
+	char header[1024]; /* request.header's value, "" when absent
+				      or longer than this */
+} hutch__response;
+
+#define HUTCH__RESPONSE_INIT                                 \
+	{                                                    \
+		0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "" \
+	}
+
+/*
+ * Make one request.  Returns 0 when the engine answered (any status; see
+ * resp->status), or HUTCH_EUNREACHABLE, HUTCH_ETIMEOUT (deadline),
+ * HUTCH_ECANCELLED, HUTCH_ETOOBIG or HUTCH_EFAILED for transport failures.
+ * When the sink aborts, returns 0 with resp->sink_aborted set.
+ */
+int hutch__http(hutch_engine *e, const hutch__request *req,
+		hutch__response *resp, hutch_error **err);
+void hutch__response_free(hutch__response *resp);
+
+/* Use API version `version` from now on (an engine too old for the one
+ * hutch pins named it): written once, later calls keep the first.  -1
+ * when it is too long to be one. */
+int hutch__http_use_api_version(hutch_engine *e, const char *version);
+
+/* Percent-encode for a URL path segment or query value; caller frees. */
+char *hutch__url_escape(const char *s);
 
 /* Close every pooled connection. */
 void hutch__http_pool_free(hutch_engine *e);

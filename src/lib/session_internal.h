@@ -1,10 +1,14 @@
 /*
- * session_internal.h - what exec needs to know about a session
+ * session_internal.h - what the session files share, and what exec and
+ * sync need to know about a session
  */
 #ifndef HUTCH_SESSION_INTERNAL_H
 #define HUTCH_SESSION_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <json-c/json.h>
+
 #include <hutch/session.h>
 
 #define HUTCH_LABEL_SESSION "dev.hutch.session"
@@ -51,11 +55,47 @@ enum {
 	HUTCH__SET_READONLY = 1 << 9,
 };
 
-/* hutch_session.made_volumes */
+/* ensure_volume(), create(): another call is making this new session's
+ * container; wait for it (see hutch_session_ensure). */
+#define WAIT_FOR_MAKER 1
+/* A record without a container whose newest volume is younger than this
+ * (whole seconds, as the engines stamp them) may be a racer's, which is
+ * making its container right now. */
+#define RECORD_SETTLE_S 4
+
+/* hutch__ensure_state.made_volumes */
 #define MADE_WORKSPACE_VOLUME 1
 #define MADE_SYSTEM_VOLUME 2
 
+/*
+ * What one hutch_session_ensure() call knows while it runs: how it tells
+ * what it made itself from what a racer made (session_ensure.c says why).
+ * Reset at the start of each call; nothing outside the call reads it.
+ */
+struct hutch__ensure_state {
+	char token[25];	       /* this call's HUTCH_LABEL_CREATION */
+	char vol_token[25];    /* the workspace volume's HUTCH_LABEL_CREATION,
+			       "" when it has none (older hutch) */
+	char made_id[80];      /* Id of the container this call made, "" */
+	int made_volumes;      /* made by this call: MADE_WORKSPACE_VOLUME,
+			       MADE_SYSTEM_VOLUME */
+	int refused;	       /* found another configuration, or a volume of
+			       the session's name that hutch did not make */
+	int settled;	       /* saw a container of the session running or
+			       paused: its record is in use */
+	int takeover;	       /* waited long enough for the call that made
+			       the record to make its container */
+	int probe_user;	       /* the user is the default 1000:1000: look for
+			       the image's "sandbox" once it runs */
+	long vol_uid, vol_gid; /* owner the engine gave the workspace volume
+				  when it made it, or -1 (ensure_volume) */
+	int owned;	       /* the container being brought up got its
+				  workspace owner with the agent (prepare) */
+};
+
 struct hutch_session {
+	/* What the caller asked for (hutch_session_open), and what a record
+	 * filled in for what it did not ask (adopt_record). */
 	hutch_engine *engine; /* borrowed */
 	char *name;
 	char *container; /* "hutch-NAME" */
@@ -71,34 +111,90 @@ struct hutch_session {
 	size_t cap_count;
 	char *network;
 	int read_only;
-	unsigned int set;      /* HUTCH__SET_* */
-	int recreate;	       /* replace a container whose record differs */
-	int new_record;	       /* the last ensure found no volume and made it:
-				   the session is brand new, not recovered */
-	int recreated;	       /* the last ensure replaced a container */
-	int refused;	       /* the last ensure found another configuration,
-				   or a volume of the session's name that
-				   hutch did not make */
-	int user_chosen;       /* ... and found it: keep it over the record */
-	int probe_user;	       /* the user is the default 1000:1000: look for
-				   the image's "sandbox" once it runs */
-	long vol_uid, vol_gid; /* owner the engine gave the workspace volume
-				   when it made it, or -1 (ensure_volume) */
-	int owned;	       /* the container being brought up got its
-				   workspace owner with the agent (prepare) */
-	int podman;	       /* the engine is Podman: 1, 0, -1 not asked */
-	int made_volumes;      /* made by this ensure: MADE_WORKSPACE_VOLUME,
-				   MADE_SYSTEM_VOLUME (session.c) */
-	char token[25];	       /* this ensure's HUTCH_LABEL_CREATION */
-	char vol_token[25];    /* the workspace volume's HUTCH_LABEL_CREATION,
-				   "" when it has none (older hutch) */
-	char made_id[80];      /* Id of the container this ensure made, "" */
-	int settled;	       /* this ensure saw a container of the session
-				   running or paused: its record is in use */
-	int takeover;	       /* waited long enough for the call that made
-				   the record to make its container */
+	unsigned int set; /* HUTCH__SET_* */
+	int recreate;	  /* replace a container whose record differs */
+	int user_chosen;  /* the user was found in the image
+			     (wants_sandbox_user): keep it over the record */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */
+
+	/* What this handle learnt about the engine. */
+	int podman; /* the engine is Podman: 1, 0, -1 not asked */
+
+	/* What the last ensure did (exec reads new_record). */
+	int new_record; /* found no volume and made it: the session is
+			   brand new, not recovered */
+	int recreated;	/* replaced a container */
+
+	struct hutch__ensure_state ensure; /* the ensure call running */
 };
+
+/* ---- the handle and its options (session.c) ---------------------------- */
+
+int hutch__session_user_valid(const char *u);
+int hutch__session_network_valid(const char *net);
+/* The image of a session whose caller named none. */
+const char *hutch__session_unasked_image(void);
+/* "NET_RAW,SYS_PTRACE" -> the session's list; -1 when out of memory. */
+int hutch__session_caps_from_text(hutch_session *s, const char *text);
+
+/* ---- the recorded configuration (session_record.c) ------------------------ */
+
+/* A label's string value, borrowed from `labels`, or NULL. */
+const char *hutch__label_get(json_object *labels, const char *key);
+/* A label's non-negative number, or -1. */
+int64_t hutch__label_int(json_object *labels, const char *key);
+/* The fingerprint of the configuration (HUTCH_LABEL_CONFIG). */
+void hutch__session_config_hash(const hutch_session *s, char out[17]);
+/* The labels recording this configuration, made at `created`. */
+json_object *hutch__session_labels_new(const hutch_session *s,
+				       long long created);
+/* Whether this ensure made the volume or container of these labels. */
+int hutch__session_made_by_me(const hutch_session *s, json_object *labels);
+/* Back to the asked-for settings and the defaults; -1 out of memory. */
+int hutch__session_reset_unasked(hutch_session *s);
+/* The asked-for settings a record differs in, as text ("" when none). */
+void hutch__session_mismatch(const hutch_session *s, json_object *labels,
+			     char *out, size_t outsz);
+/* HUTCH_ECONFLICT, saying what differs and what to do. */
+int hutch__session_mismatch_error(const char *diff, hutch_error **err);
+/* GET a volume: 0 with *out, HUTCH_ENOTFOUND, or another error. */
+int hutch__session_volume_get(hutch_session *s, const char *name,
+			      json_object **out, hutch_error **err);
+/* The system volume's labels when it is this session's record. */
+json_object *hutch__session_sysvol_labels(hutch_session *s, json_object **vol,
+					  int *stale);
+/* Adopt the latest record of a session whose container is gone. */
+int hutch__session_adopt_volume_record(hutch_session *s, json_object *vol,
+				       json_object *vlabels, int mine,
+				       long long *latest, hutch_error **err);
+
+/* ---- making a session (session_create.c) --------------------------------- */
+
+/* Find or make the workspace volume and adopt its record: 0,
+ * WAIT_FOR_MAKER, or an error. */
+int hutch__session_ensure_volume(hutch_session *s, hutch_error **err);
+/* Choose the user when neither the caller nor the record did. */
+int hutch__session_default_user(hutch_session *s, hutch_error **err);
+/* The system volume's record, then the container (its Id in made_id). */
+int hutch__session_create_container(hutch_session *s, hutch_error **err);
+/* Put the agent in (and with `workspace` the workspace's owner). */
+int hutch__session_install_agent(hutch_session *s, int workspace,
+				 const char *what, hutch_error **err);
+/* Make a new container ready to start. */
+int hutch__session_prepare(hutch_session *s, hutch_error **err);
+/* Start the container, its host workspace checked again first. */
+int hutch__session_start(hutch_session *s, hutch_error **err);
+/* Give a workspace volume the session user's owner. */
+int hutch__session_own_workspace(hutch_session *s, hutch_error **err);
+/* Remove the volumes this ensure made (a failed call leaves nothing). */
+void hutch__session_forget_new_volumes(hutch_session *s);
+
+/* ---- bringing it up (session_ensure.c) ------------------------------------ */
+
+/* Remove the container `id` names (NULL: the session's name); a missing
+ * one is no error. */
+int hutch__session_remove_container(hutch_session *s, const char *id,
+				    hutch_error **err);
 
 /* The uid and gid the session's commands run as, from the container's
  * Config.User and its /etc/passwd and /etc/group (sync.c). */
@@ -132,6 +228,17 @@ int hutch__session_put_agent(hutch_session *s, hutch_error **err);
  * does not run the agent; uid:gid own the record.  Best effort. */
 void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 			      unsigned int gid);
+
+/* The "sandbox" account of image `id` if this process has read it: 1 and
+ * *uid, *gid (-1 when the image has none).  0: the caller is to read it
+ * and then call _keep with the answer, or _drop when it could not; while
+ * it does, other callers for that image wait (at most a few seconds)
+ * (session_image_user.c). */
+int hutch__image_user(const char *id, long *uid, long *gid);
+/* Remember what hutch__image_user will answer for image `id`. */
+void hutch__image_user_keep(const char *id, long uid, long gid);
+/* No answer for image `id` this time: a waiting caller reads it itself. */
+void hutch__image_user_drop(const char *id);
 
 /* A handle's secrets (secrets.c, secrets.h).  Accepts NULL. */
 struct hutch__session_secrets;

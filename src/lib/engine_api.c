@@ -1,0 +1,600 @@
+/*
+ * engine_api.c - the engine's calls, typed (engine_api.h)
+ *
+ * Every URL, query and request body hutch sends for containers, volumes,
+ * images and the engine itself is spelled here, and every answer field the
+ * callers need is read from where the engines put it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "common.h"
+#include "engine_api.h"
+#include "engine_internal.h"
+#include "error.h"
+
+/* ---- the generic JSON call ------------------------------------------------ */
+
+int hutch__engine_call(hutch_engine *e, const char *method, const char *path,
+		       json_object *body, json_object **out, long *status,
+		       const char *what, hutch_error **err)
+{
+	hutch__request req = { .method = method, .path = path };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	size_t len = 0;
+	int rc;
+
+	if (body) {
+		req.body = json_object_to_json_string_length(
+			body, JSON_C_TO_STRING_PLAIN, &len);
+		if (!req.body)
+			return hutch__error_oom(err);
+		req.body_len = len;
+	}
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc < 0) {
+		hutch__error_wrap(err, rc, "%s", what);
+		goto out;
+	}
+	if (status)
+		*status = resp.status;
+	if (resp.status < 200 || (resp.status >= 300 && resp.status != 304)) {
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, what);
+		goto out;
+	}
+	if (out) {
+		*out = NULL;
+		if (resp.body.len) {
+			*out = hutch__json_parse(resp.body.data, resp.body.len);
+			if (!*out) {
+				rc = hutch__error_set(
+					err, HUTCH_EPROTO,
+					"%s: the engine's answer is not valid JSON",
+					what);
+				goto out;
+			}
+		}
+	}
+	rc = 0;
+out:
+	hutch__response_free(&resp);
+	return rc;
+}
+
+int hutch__engine_get(hutch_engine *e, const char *path, const char *what,
+		      json_object **out, hutch_error **err)
+{
+	long status = 0;
+	int rc = hutch__engine_call(e, "GET", path, NULL, out, &status, what,
+				    err);
+
+	if (rc == 0)
+		return 1;
+	if (status == 404) {
+		if (err) {
+			hutch_error_free(*err);
+			*err = NULL;
+		}
+		if (out)
+			*out = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+/* A name or id goes into the path as it is: the callers' names are
+ * checked (hutch_session_name_valid), ids are the engine's hex. */
+static int path_of(char *path, size_t pathsz, hutch_error **err,
+		   const char *before, const char *name, const char *after)
+{
+	int n = snprintf(path, pathsz, "%s%s%s", before, name, after);
+
+	if (n < 0 || (size_t)n >= pathsz)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"name too long: '%.80s'", name);
+	return 0;
+}
+
+/* A path that names one thing, for a call without body or answer. */
+static int call_on(hutch_engine *e, const char *method, const char *before,
+		   const char *name, const char *after, const char *what,
+		   hutch_error **err)
+{
+	char path[512];
+	int rc = path_of(path, sizeof(path), err, before, name, after);
+
+	if (rc < 0)
+		return rc;
+	return hutch__engine_call(e, method, path, NULL, NULL, NULL, what, err);
+}
+
+/* GET a path that names one thing: its JSON in *out (may be NULL).  With
+ * `find`, 1 when it is there and 0 for a 404 (hutch__engine_get). */
+static int get_on(hutch_engine *e, const char *before, const char *name,
+		  const char *after, int find, json_object **out,
+		  const char *what, hutch_error **err)
+{
+	char path[1024];
+	int rc = path_of(path, sizeof(path), err, before, name, after);
+
+	if (rc < 0)
+		return rc;
+	if (find)
+		return hutch__engine_get(e, path, what, out, err);
+	return hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+}
+
+/* ---- containers ------------------------------------------------------- */
+
+static json_object *strings_new(const char *const *v, size_t n)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; arr && i < n; i++)
+		json_object_array_add(arr, json_object_new_string(v[i]));
+	return arr;
+}
+
+static json_object *mount_new(const struct hutch__mount *m)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "Type", json_object_new_string(m->type));
+	json_object_object_add(o, "Source", json_object_new_string(m->source));
+	json_object_object_add(o, "Target", json_object_new_string(m->target));
+	return o;
+}
+
+/* Add `v` under `key`; a NULL `v` (out of memory) sets *oom. */
+static void put(json_object *obj, const char *key, json_object *v, int *oom)
+{
+	if (!v) {
+		*oom = 1;
+		return;
+	}
+	json_object_object_add(obj, key, v);
+}
+
+/* HostConfig's lockdown fields. */
+static void host_lockdown(json_object *host,
+			  const struct hutch__container_spec *sp, int *oom)
+{
+	static const char *const all[] = { "ALL" };
+	static const char *const nnp[] = { "no-new-privileges" };
+
+	put(host, "Init", json_object_new_boolean(sp->init), oom);
+	put(host, "CapDrop", strings_new(all, sp->cap_drop_all ? 1 : 0), oom);
+	put(host, "CapAdd",
+	    strings_new((const char *const *)sp->cap_add, sp->cap_add_count),
+	    oom);
+	put(host, "SecurityOpt",
+	    strings_new(nnp, sp->no_new_privileges ? 1 : 0), oom);
+	put(host, "PidsLimit", json_object_new_int64(sp->pids_limit), oom);
+	put(host, "Memory", json_object_new_int64(sp->memory), oom);
+	put(host, "MemorySwap", json_object_new_int64(sp->memory_swap), oom);
+	put(host, "NanoCpus", json_object_new_int64(sp->nano_cpus), oom);
+	if (sp->read_only_rootfs)
+		put(host, "ReadonlyRootfs", json_object_new_boolean(1), oom);
+	if (sp->tmpfs_target) {
+		json_object *tmpfs = json_object_new_object();
+
+		if (tmpfs)
+			put(tmpfs, sp->tmpfs_target,
+			    json_object_new_string(sp->tmpfs_options), oom);
+		put(host, "Tmpfs", tmpfs, oom);
+	}
+}
+
+static json_object *host_config(const struct hutch__container_spec *sp,
+				int *oom)
+{
+	json_object *host = json_object_new_object(), *mounts;
+
+	if (!host)
+		return NULL;
+	if (sp->bind)
+		put(host, "Binds", strings_new(&sp->bind, 1), oom);
+	if (sp->network_mode)
+		put(host, "NetworkMode",
+		    json_object_new_string(sp->network_mode), oom);
+	mounts = json_object_new_array();
+	for (size_t i = 0; mounts && i < sp->mount_count; i++) {
+		json_object *m = mount_new(&sp->mounts[i]);
+
+		if (!m)
+			*oom = 1;
+		else
+			json_object_array_add(mounts, m);
+	}
+	put(host, "Mounts", mounts, oom);
+	if (sp->lockdown)
+		host_lockdown(host, sp, oom);
+	return host;
+}
+
+/* The body of POST /containers/create. */
+static json_object *create_body(const struct hutch__container_spec *sp)
+{
+	json_object *body = json_object_new_object();
+	int oom = 0;
+
+	if (!body)
+		return NULL;
+	put(body, "Image", json_object_new_string(sp->image), &oom);
+	put(body, "Entrypoint",
+	    strings_new(sp->entrypoint, sp->entrypoint_count), &oom);
+	if (sp->empty_cmd)
+		put(body, "Cmd", json_object_new_array(), &oom);
+	if (sp->working_dir)
+		put(body, "WorkingDir", json_object_new_string(sp->working_dir),
+		    &oom);
+	if (sp->user)
+		put(body, "User", json_object_new_string(sp->user), &oom);
+	if (sp->env || sp->lockdown)
+		put(body, "Env",
+		    strings_new((const char *const *)sp->env, sp->env_count),
+		    &oom);
+	if (sp->labels)
+		put(body, "Labels", json_object_get(sp->labels), &oom);
+	put(body, "NetworkDisabled",
+	    json_object_new_boolean(sp->network_disabled), &oom);
+	if (sp->stop_timeout)
+		put(body, "StopTimeout", json_object_new_int(sp->stop_timeout),
+		    &oom);
+	put(body, "HostConfig", host_config(sp, &oom), &oom);
+	if (oom) {
+		json_object_put(body);
+		return NULL;
+	}
+	return body;
+}
+
+int hutch__api_container_create(hutch_engine *e, const char *name,
+				const struct hutch__container_spec *spec,
+				char *id, size_t idsz, const char *what,
+				hutch_error **err)
+{
+	json_object *body, *out = NULL, *v;
+	char path[512];
+	int rc;
+
+	if (id && idsz)
+		id[0] = '\0';
+	rc = path_of(path, sizeof(path), err, "/containers/create?name=", name,
+		     "");
+	if (rc < 0)
+		return rc;
+	body = create_body(spec);
+	if (!body)
+		return hutch__error_oom(err);
+	rc = hutch__engine_call(e, "POST", path, body, &out, NULL, what, err);
+	json_object_put(body);
+	if (rc == 0 && id && json_object_object_get_ex(out, "Id", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(id, idsz, "%s", json_object_get_string(v));
+	json_object_put(out);
+	return rc;
+}
+
+int hutch__api_container_start(hutch_engine *e, const char *container,
+			       const char *what, hutch_error **err)
+{
+	return call_on(e, "POST", "/containers/", container, "/start", what,
+		       err);
+}
+
+int hutch__api_container_unpause(hutch_engine *e, const char *container,
+				 const char *what, hutch_error **err)
+{
+	return call_on(e, "POST", "/containers/", container, "/unpause", what,
+		       err);
+}
+
+int hutch__api_container_remove(hutch_engine *e, const char *container,
+				int force, const char *what, hutch_error **err)
+{
+	return call_on(e, "DELETE", "/containers/", container,
+		       force ? "?force=1" : "", what, err);
+}
+
+int hutch__api_container_inspect(hutch_engine *e, const char *container,
+				 json_object **out, const char *what,
+				 hutch_error **err)
+{
+	return get_on(e, "/containers/", container, "/json", 0, out, what, err);
+}
+
+int hutch__api_container_find(hutch_engine *e, const char *container,
+			      json_object **out, const char *what,
+			      hutch_error **err)
+{
+	return get_on(e, "/containers/", container, "/json", 1, out, what, err);
+}
+
+/* `filters` as the engines take it, URL-escaped: {"label":[LABEL]} and,
+ * with `running`, "status":["running"]. */
+static char *label_filter(const char *label, int running)
+{
+	json_object *f = json_object_new_object(), *l = json_object_new_array();
+	char *esc = NULL;
+
+	if (f && l) {
+		json_object_array_add(l, json_object_new_string(label));
+		json_object_object_add(f, "label", l);
+		l = NULL;
+		if (running) {
+			static const char *const st[] = { "running" };
+
+			json_object_object_add(f, "status", strings_new(st, 1));
+		}
+		esc = hutch__url_escape(json_object_to_json_string_ext(
+			f, JSON_C_TO_STRING_PLAIN |
+				   JSON_C_TO_STRING_NOSLASHESCAPE));
+	}
+	json_object_put(l);
+	json_object_put(f);
+	return esc;
+}
+
+/* GET `prefix` with the label filter (see label_filter) appended. */
+static int list_call(hutch_engine *e, const char *prefix, const char *label,
+		     int running, json_object **out, const char *what,
+		     hutch_error **err)
+{
+	char *esc = label_filter(label, running), *path = NULL;
+	int rc;
+
+	if (!esc || asprintf(&path, "%sfilters=%s", prefix, esc) < 0) {
+		free(esc);
+		return hutch__error_oom(err);
+	}
+	rc = hutch__engine_call(e, "GET", path, NULL, out, NULL, what, err);
+	free(path);
+	free(esc);
+	return rc;
+}
+
+int hutch__api_container_list(hutch_engine *e, const char *label, int all,
+			      json_object **out, const char *what,
+			      hutch_error **err)
+{
+	return list_call(e,
+			 all ? "/containers/json?all=1&" : "/containers/json?",
+			 label, !all, out, what, err);
+}
+
+/* ---- archives ---------------------------------------------------------- */
+
+struct blob_reader {
+	const char *data;
+	size_t len, pos;
+};
+
+static size_t blob_read(char *buf, size_t len, void *p)
+{
+	struct blob_reader *r = p;
+	size_t n = r->len - r->pos;
+
+	if (n > len)
+		n = len;
+	memcpy(buf, r->data + r->pos, n);
+	r->pos += n;
+	return n;
+}
+
+/* "/containers/C/archive?path=ESCAPED" and `query`; caller frees. */
+static char *archive_path(const char *container, const char *path,
+			  const char *query)
+{
+	char *esc = hutch__url_escape(path), *url = NULL;
+
+	if (esc && asprintf(&url, "/containers/%s/archive?path=%s%s", container,
+			    esc, query) < 0)
+		url = NULL;
+	free(esc);
+	return url;
+}
+
+int hutch__api_archive_put(hutch_engine *e, const char *container,
+			   const char *dir, int copy_uidgid, const char *data,
+			   size_t len, const char *what, hutch_error **err)
+{
+	struct blob_reader r = { data, len, 0 };
+	hutch__request req = { .method = "PUT",
+			       .source = blob_read,
+			       .source_payload = &r,
+			       .content_type = "application/x-tar" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char *path = archive_path(container, dir,
+				  copy_uidgid ? "&copyUIDGID=1" : "");
+	int rc;
+
+	if (!path)
+		return hutch__error_oom(err);
+	req.path = path;
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, what);
+	hutch__response_free(&resp);
+	free(path);
+	return rc;
+}
+
+int hutch__api_archive_stat(hutch_engine *e, const char *container,
+			    const char *path, char *stat, size_t statsz,
+			    hutch_error **err)
+{
+	hutch__request req = { .method = "HEAD",
+			       .header = "X-Docker-Container-Path-Stat" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char *url = archive_path(container, path, "");
+	int rc;
+
+	if (!url)
+		return hutch__error_oom(err);
+	req.path = url;
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc == 0 && resp.status == 200) {
+		snprintf(stat, statsz, "%s", resp.header);
+		rc = 1;
+	}
+	hutch__response_free(&resp);
+	free(url);
+	return rc;
+}
+
+/* ---- volumes ------------------------------------------------------------- */
+
+int hutch__api_volume_create(hutch_engine *e, const char *name,
+			     json_object *labels, const char *driver_opt_o,
+			     const char *what, hutch_error **err)
+{
+	json_object *body = json_object_new_object(), *opts = NULL;
+	int rc, oom = 0;
+
+	if (!body)
+		return hutch__error_oom(err);
+	put(body, "Name", json_object_new_string(name), &oom);
+	if (labels)
+		put(body, "Labels", json_object_get(labels), &oom);
+	if (driver_opt_o) {
+		opts = json_object_new_object();
+		if (opts)
+			put(opts, "o", json_object_new_string(driver_opt_o),
+			    &oom);
+		put(body, "DriverOpts", opts, &oom);
+	}
+	if (oom) {
+		json_object_put(body);
+		return hutch__error_oom(err);
+	}
+	rc = hutch__engine_call(e, "POST", "/volumes/create", body, NULL, NULL,
+				what, err);
+	json_object_put(body);
+	return rc;
+}
+
+int hutch__api_volume_inspect(hutch_engine *e, const char *name,
+			      json_object **out, const char *what,
+			      hutch_error **err)
+{
+	return get_on(e, "/volumes/", name, "", 0, out, what, err);
+}
+
+int hutch__api_volume_find(hutch_engine *e, const char *name, json_object **out,
+			   const char *what, hutch_error **err)
+{
+	return get_on(e, "/volumes/", name, "", 1, out, what, err);
+}
+
+int hutch__api_volume_remove(hutch_engine *e, const char *name,
+			     const char *what, hutch_error **err)
+{
+	return call_on(e, "DELETE", "/volumes/", name, "", what, err);
+}
+
+int hutch__api_volume_list(hutch_engine *e, const char *label,
+			   json_object **out, const char *what,
+			   hutch_error **err)
+{
+	return list_call(e, "/volumes?", label, 0, out, what, err);
+}
+
+/* ---- images and the engine ------------------------------------------------ */
+
+int hutch__api_image_inspect(hutch_engine *e, const char *image,
+			     json_object **out, const char *what,
+			     hutch_error **err)
+{
+	return get_on(e, "/images/", image, "/json", 0, out, what, err);
+}
+
+int hutch__api_ping(hutch_engine *e, hutch_error **err)
+{
+	hutch__request req = { .method = "GET",
+			       .path = "/_ping",
+			       .unversioned = 1 };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	int rc;
+
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, "ping");
+	hutch__response_free(&resp);
+	return rc;
+}
+
+int hutch__api_version(hutch_engine *e, json_object **out, hutch_error **err)
+{
+	hutch__request req = { .method = "GET",
+			       .path = "/version",
+			       .unversioned = 1 };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	int rc;
+
+	*out = NULL;
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc < 0)
+		goto out;
+	if (resp.status != 200) {
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, "engine version");
+		goto out;
+	}
+	*out = hutch__json_parse(resp.body.data, resp.body.len);
+	if (!*out || !json_object_is_type(*out, json_type_object)) {
+		json_object_put(*out);
+		*out = NULL;
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"engine version: the answer is not a JSON object");
+	}
+out:
+	hutch__response_free(&resp);
+	return rc;
+}
+
+int hutch__api_negotiate(hutch_engine *e, hutch_error **err)
+{
+	json_object *obj = NULL, *v;
+	int rc;
+
+	rc = hutch__api_version(e, &obj, err);
+	if (rc < 0)
+		return rc;
+	if (json_object_object_get_ex(obj, "ApiVersion", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    hutch__http_use_api_version(e, json_object_get_string(v)) == 0)
+		rc = 0;
+	else
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"engine at %s did not say its API version",
+			hutch_engine_url(e));
+	json_object_put(obj);
+	return rc;
+}
+
+int hutch__api_is_podman(hutch_engine *e, hutch_error **err)
+{
+	hutch_error *lerr = NULL;
+	long status = 0;
+	int rc;
+
+	rc = hutch__engine_call(e, "GET", "/libpod/_ping", NULL, NULL, &status,
+				"ask which engine this is", &lerr);
+	if (rc == 0)
+		return 1;
+	if (rc == HUTCH_ENOTFOUND || status == 404) {
+		hutch_error_free(lerr);
+		return 0;
+	}
+	return hutch__error_pass(err, lerr, rc);
+}
