@@ -67,34 +67,6 @@ struct hutch_exec_result {
 	} out[2];
 };
 
-/* ---- cancellation ---------------------------------------------------- */
-
-int hutch_cancel_new(hutch_cancel **out, hutch_error **err)
-{
-	hutch_cancel *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return hutch__error_oom(err);
-	*out = c;
-	return 0;
-}
-
-void hutch_cancel_raise(hutch_cancel *c)
-{
-	if (c)
-		__atomic_store_n(&c->raised, 1, __ATOMIC_SEQ_CST);
-}
-
-int hutch_cancel_raised(const hutch_cancel *c)
-{
-	return c ? __atomic_load_n(&c->raised, __ATOMIC_SEQ_CST) : 0;
-}
-
-void hutch_cancel_free(hutch_cancel *c)
-{
-	free(c);
-}
-
 /* ---- results --------------------------------------------------------- */
 
 const char *hutch_exec_status_name(hutch_exec_status status)
