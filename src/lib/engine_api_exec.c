@@ -178,6 +178,25 @@ static char *archive_url(const char *container, const char *path,
 	return url;
 }
 
+/* Make `req` at the archive URL of `path` in `container`: 0 when the
+ * engine answered (any status, in resp), or the transfer's error. */
+static int archive_call(hutch_engine *e, const char *container,
+			const char *path, const char *query,
+			hutch__request *req, hutch__response *resp,
+			hutch_error **err)
+{
+	char *url = archive_url(container, path, query);
+	int rc;
+
+	if (!url)
+		return hutch__error_oom(err);
+	req->path = url;
+	rc = hutch__http(e, req, resp, err);
+	req->path = NULL;
+	free(url);
+	return rc;
+}
+
 /* Docker says 404 both for a missing container and a missing path; its
  * message tells them apart (Podman: "no container with name or ID"). */
 static int container_missing(const char *body, size_t len)
@@ -199,15 +218,11 @@ int hutch__engine_archive_get(hutch_engine *e, const char *container,
 			       .sink = sink,
 			       .sink_payload = payload };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char *url = archive_url(container, path, NULL);
 	int rc;
 
 	*complete = 0;
 	*path_missing = 0;
-	if (!url)
-		return hutch__error_oom(err);
-	req.path = url;
-	rc = hutch__http(e, &req, &resp, err);
+	rc = archive_call(e, container, path, NULL, &req, &resp, err);
 	if (rc == 0)
 		*complete = resp.status == 200 && !resp.sink_aborted;
 	if (rc < 0 || resp.status == 200)
@@ -228,7 +243,6 @@ int hutch__engine_archive_get(hutch_engine *e, const char *container,
 				 resp.body.len, what);
 out:
 	hutch__response_free(&resp);
-	free(url);
 	return rc;
 }
 
@@ -266,21 +280,15 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
 {
 	hutch__request req = { .method = "GET" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char *url = archive_url(container, path, NULL), *data = NULL;
+	char *data = NULL;
 
-	if (!url) {
-		hutch__error_oom(err);
-		return NULL;
-	}
-	req.path = url;
-	if (hutch__http(e, &req, &resp, err) < 0)
+	if (archive_call(e, container, path, NULL, &req, &resp, err) < 0)
 		resp.status = 0;
 	if (status)
 		*status = resp.status;
 	if (resp.status == 200)
 		data = first_file(resp.body.data, resp.body.len, max);
 	hutch__response_free(&resp);
-	free(url);
 	return data;
 }
 
@@ -294,18 +302,12 @@ int hutch__engine_archive_put(hutch_engine *e, const char *container,
 			       .source_payload = payload,
 			       .content_type = "application/x-tar" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char *url = archive_url(container, path, query);
-	int rc;
+	int rc = archive_call(e, container, path, query, &req, &resp, err);
 
-	if (!url)
-		return hutch__error_oom(err);
-	req.path = url;
-	rc = hutch__http(e, &req, &resp, err);
 	if (rc == 0 && resp.status != 200)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
 					 resp.body.len, what);
 	hutch__response_free(&resp);
-	free(url);
 	return rc;
 }
 
@@ -344,18 +346,12 @@ int hutch__engine_archive_stat(hutch_engine *e, const char *container,
 	hutch__request req = { .method = "HEAD",
 			       .header = "X-Docker-Container-Path-Stat" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char *url = archive_url(container, path, NULL);
-	int rc;
+	int rc = archive_call(e, container, path, NULL, &req, &resp, err);
 
-	if (!url)
-		return hutch__error_oom(err);
-	req.path = url;
-	rc = hutch__http(e, &req, &resp, err);
 	if (rc == 0 && resp.status == 200) {
 		snprintf(stat, statsz, "%s", resp.header);
 		rc = 1;
 	}
 	hutch__response_free(&resp);
-	free(url);
 	return rc;
 }
