@@ -7,6 +7,11 @@
  * only when something went wrong: the container is recreated when the
  * engine says it is gone, the process tree is killed when the timeout
  * passes, the container is inspected when the command died of a signal.
+ *
+ * How the engine spells those requests lives in engine_api_exec.c; this
+ * file holds the policy around them (hutch__exec_run and the functions
+ * it reads as: run_with_one_retry, after_timeout, after_cancel,
+ * judge_ending, sandbox_lost).
  */
 #include <errno.h>
 #include <stdio.h>
