@@ -164,15 +164,13 @@ int hutch__engine_exec_inspect(hutch_engine *e, const char *id,
 
 /* ---- a container's archive ------------------------------------------ */
 
-/* "/containers/NAME/archive?path=PATH[&QUERY]", newly allocated. */
-static char *archive_url(const char *container, const char *path,
-			 const char *query)
+/* "/containers/NAME/archive?path=PATH", newly allocated. */
+static char *archive_url(const char *container, const char *path)
 {
 	char *esc = hutch__url_escape(path), *url = NULL;
 
-	if (esc &&
-	    asprintf(&url, "/containers/%s/archive?path=%s%s%s", container, esc,
-		     query ? "&" : "", query ? query : "") < 0)
+	if (esc && asprintf(&url, "/containers/%s/archive?path=%s", container,
+			    esc) < 0)
 		url = NULL;
 	free(esc);
 	return url;
@@ -181,11 +179,10 @@ static char *archive_url(const char *container, const char *path,
 /* Make `req` at the archive URL of `path` in `container`: 0 when the
  * engine answered (any status, in resp), or the transfer's error. */
 static int archive_call(hutch_engine *e, const char *container,
-			const char *path, const char *query,
-			hutch__request *req, hutch__response *resp,
-			hutch_error **err)
+			const char *path, hutch__request *req,
+			hutch__response *resp, hutch_error **err)
 {
-	char *url = archive_url(container, path, query);
+	char *url = archive_url(container, path);
 	int rc;
 
 	if (!url)
@@ -222,7 +219,7 @@ int hutch__engine_archive_get(hutch_engine *e, const char *container,
 
 	*complete = 0;
 	*path_missing = 0;
-	rc = archive_call(e, container, path, NULL, &req, &resp, err);
+	rc = archive_call(e, container, path, &req, &resp, err);
 	if (rc == 0)
 		*complete = resp.status == 200 && !resp.sink_aborted;
 	if (rc < 0 || resp.status == 200)
@@ -282,7 +279,7 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char *data = NULL;
 
-	if (archive_call(e, container, path, NULL, &req, &resp, err) < 0)
+	if (archive_call(e, container, path, &req, &resp, err) < 0)
 		resp.status = 0;
 	if (status)
 		*status = resp.status;
@@ -293,65 +290,20 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
 }
 
 int hutch__engine_archive_put(hutch_engine *e, const char *container,
-			      const char *path, const char *query,
-			      hutch__source_fn source, void *payload,
-			      const char *what, hutch_error **err)
+			      const char *path, hutch__source_fn source,
+			      void *payload, const char *what,
+			      hutch_error **err)
 {
 	hutch__request req = { .method = "PUT",
 			       .source = source,
 			       .source_payload = payload,
 			       .content_type = "application/x-tar" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
-	int rc = archive_call(e, container, path, query, &req, &resp, err);
+	int rc = archive_call(e, container, path, &req, &resp, err);
 
 	if (rc == 0 && resp.status != 200)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
 					 resp.body.len, what);
-	hutch__response_free(&resp);
-	return rc;
-}
-
-struct blob_reader {
-	const char *data;
-	size_t len, off;
-};
-
-static size_t blob_read(char *buf, size_t len, void *p)
-{
-	struct blob_reader *r = p;
-	size_t n = r->len - r->off;
-
-	if (n > len)
-		n = len;
-	memcpy(buf, r->data + r->off, n);
-	r->off += n;
-	return n;
-}
-
-int hutch__engine_archive_put_data(hutch_engine *e, const char *container,
-				   const char *path, const char *query,
-				   const char *data, size_t len,
-				   const char *what, hutch_error **err)
-{
-	struct blob_reader r = { data, len, 0 };
-
-	return hutch__engine_archive_put(e, container, path, query, blob_read,
-					 &r, what, err);
-}
-
-int hutch__engine_archive_stat(hutch_engine *e, const char *container,
-			       const char *path, char *stat, size_t statsz,
-			       hutch_error **err)
-{
-	hutch__request req = { .method = "HEAD",
-			       .header = "X-Docker-Container-Path-Stat" };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	int rc = archive_call(e, container, path, NULL, &req, &resp, err);
-
-	if (rc == 0 && resp.status == 200) {
-		snprintf(stat, statsz, "%s", resp.header);
-		rc = 1;
-	}
 	hutch__response_free(&resp);
 	return rc;
 }

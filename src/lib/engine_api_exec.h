@@ -2,8 +2,10 @@
  * engine_api_exec.h - the engine's exec and archive endpoints, typed
  *
  * The one place that knows how Docker and Podman spell an exec (create,
- * start, inspect) and a container's archive (GET, PUT, HEAD): the URLs,
- * the JSON bodies and how their answers read.  Callers say what they
+ * start, inspect) and the archive requests of sync and the account lookup
+ * (a streamed GET and PUT, one small file): the URLs, the JSON bodies and
+ * how their answers read.  The in-memory PUT and the HEAD that sessions
+ * and gc make are engine_api.h's.  Callers say what they
  * want; the policy around it (retries, kills, what a lost container
  * means) stays with them (exec.c, sync.c, account.c).
  *
@@ -99,30 +101,14 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
 				 hutch_error **err);
 
 /*
- * PUT a tar, pulled from `source`, into directory `path` of `container`.
- * `query` (may be NULL) is appended to the URL's query as given, e.g.
- * "copyUIDGID=1".  Returns 0 when the engine answered 200, else the
+ * PUT a tar, pulled from `source`, into directory `path` of `container`
+ * (no noOverwriteDirNonDir: what the tar has replaces what was there, of
+ * any type, as docker cp does).  Returns 0 when the engine answered 200, else the
  * transfer's or the engine's error, starting with `what`.
  */
 int hutch__engine_archive_put(hutch_engine *e, const char *container,
-			      const char *path, const char *query,
-			      hutch__source_fn source, void *payload,
-			      const char *what, hutch_error **err);
-
-/* The same with the tar in memory. */
-int hutch__engine_archive_put_data(hutch_engine *e, const char *container,
-				   const char *path, const char *query,
-				   const char *data, size_t len,
-				   const char *what, hutch_error **err);
-
-/*
- * HEAD `path` of `container`: 1 with the engine's stat header
- * (X-Docker-Container-Path-Stat, base64 JSON) in `stat` when it answered
- * 200; 0 for any other answer (404: no such path or container); or a
- * negative code when the engine could not be asked.
- */
-int hutch__engine_archive_stat(hutch_engine *e, const char *container,
-			       const char *path, char *stat, size_t statsz,
-			       hutch_error **err);
+			      const char *path, hutch__source_fn source,
+			      void *payload, const char *what,
+			      hutch_error **err);
 
 #endif

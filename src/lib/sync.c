@@ -306,7 +306,7 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	/* noOverwriteDirNonDir is left off: what the host has replaces what
 	 * the workspace had, as docker cp does. */
 	rc = hutch__engine_archive_put(s->engine, hutch__session_container(s),
-				       WORKSPACE, NULL, source, &d,
+				       WORKSPACE, source, &d,
 				       "copy into the workspace", &herr);
 	/* Whatever happened, the walker must stop writing now. */
 	hutch__pipe_close_read(&pipe, 0);
