@@ -80,8 +80,8 @@ static long group_of_uid(const char *passwd, long uid)
 static char *account_db(hutch_engine *e, const char *container,
 			const char *path, long *status)
 {
-	return hutch__engine_archive_file(e, container, path, MAX_ACCOUNT_DB,
-					  status, NULL);
+	return hutch__api_archive_file(e, container, path, MAX_ACCOUNT_DB,
+				       status, NULL);
 }
 
 /* Config.User of the container, "" when it runs as the engine's default

@@ -33,7 +33,7 @@ static json_object *string_array(const char *const *v, size_t n)
 	return a;
 }
 
-static json_object *exec_create_body(const hutch__exec_spec *spec)
+static json_object *exec_create_body(const struct hutch__exec_spec *spec)
 {
 	json_object *body = json_object_new_object();
 	json_object *cmd = string_array(spec->argv, spec->argc);
@@ -85,9 +85,9 @@ static int exec_id(json_object *answer, char *id, size_t idsz,
 	return 0;
 }
 
-int hutch__engine_exec_create(hutch_engine *e, const char *container,
-			      const hutch__exec_spec *spec, char *id,
-			      size_t idsz, const char *what, hutch_error **err)
+int hutch__api_exec_create(hutch_engine *e, const char *container,
+			   const struct hutch__exec_spec *spec, char *id,
+			   size_t idsz, const char *what, hutch_error **err)
 {
 	json_object *body = exec_create_body(spec), *out = NULL;
 	char path[256];
@@ -105,9 +105,9 @@ int hutch__engine_exec_create(hutch_engine *e, const char *container,
 	return rc;
 }
 
-int hutch__engine_exec_start(hutch_engine *e, const char *id,
-			     const hutch__exec_stream *stream, int *streamed,
-			     const char *what, hutch_error **err)
+int hutch__api_exec_start(hutch_engine *e, const char *id,
+			  const struct hutch__exec_stream *stream,
+			  int *streamed, const char *what, hutch_error **err)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	hutch__request req = {
@@ -136,8 +136,8 @@ int hutch__engine_exec_start(hutch_engine *e, const char *id,
 	return rc;
 }
 
-int hutch__engine_exec_inspect(hutch_engine *e, const char *id,
-			       hutch__exec_info *out, hutch_error **err)
+int hutch__api_exec_inspect(hutch_engine *e, const char *id,
+			    struct hutch__exec_info *out, hutch_error **err)
 {
 	json_object *obj = NULL, *v;
 	char path[192];
@@ -206,10 +206,10 @@ static int container_missing(const char *body, size_t len)
 	return missing;
 }
 
-int hutch__engine_archive_get(hutch_engine *e, const char *container,
-			      const char *path, hutch__sink_fn sink,
-			      void *payload, int *complete, int *path_missing,
-			      const char *what, hutch_error **err)
+int hutch__api_archive_get(hutch_engine *e, const char *container,
+			   const char *path, hutch__sink_fn sink, void *payload,
+			   int *complete, int *path_missing, const char *what,
+			   hutch_error **err)
 {
 	hutch__request req = { .method = "GET",
 			       .sink = sink,
@@ -271,9 +271,9 @@ out:
 	return data;
 }
 
-char *hutch__engine_archive_file(hutch_engine *e, const char *container,
-				 const char *path, size_t max, long *status,
-				 hutch_error **err)
+char *hutch__api_archive_file(hutch_engine *e, const char *container,
+			      const char *path, size_t max, long *status,
+			      hutch_error **err)
 {
 	hutch__request req = { .method = "GET" };
 	hutch__response resp = HUTCH__RESPONSE_INIT;
@@ -289,10 +289,10 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
 	return data;
 }
 
-int hutch__engine_archive_put(hutch_engine *e, const char *container,
-			      const char *path, hutch__source_fn source,
-			      void *payload, const char *what,
-			      hutch_error **err)
+int hutch__api_archive_put_stream(hutch_engine *e, const char *container,
+				  const char *path, hutch__source_fn source,
+				  void *payload, const char *what,
+				  hutch_error **err)
 {
 	hutch__request req = { .method = "PUT",
 			       .source = source,

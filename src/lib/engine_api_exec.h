@@ -24,13 +24,13 @@
 
 /* What an exec runs.  The exec never gets stdin or a TTY; its stdout and
  * stderr come back as one framed stream (demux.h). */
-typedef struct {
+struct hutch__exec_spec {
 	const char *const *argv; /* the command line; argc > 0 */
 	size_t argc;
 	const char *const *env; /* K=V, on top of the container's */
 	size_t env_count;
 	const char *workdir; /* NULL: the container's */
-} hutch__exec_spec;
+};
 
 /*
  * Create an exec in `container` (by name or id: no lookup comes first).
@@ -39,18 +39,18 @@ typedef struct {
  * when the container is gone or stopped), or HUTCH_EPROTO when the answer
  * carries no usable id.  Error messages start with `what`.
  */
-int hutch__engine_exec_create(hutch_engine *e, const char *container,
-			      const hutch__exec_spec *spec, char *id,
-			      size_t idsz, const char *what, hutch_error **err);
+int hutch__api_exec_create(hutch_engine *e, const char *container,
+			   const struct hutch__exec_spec *spec, char *id,
+			   size_t idsz, const char *what, hutch_error **err);
 
 /* How to read an exec's output stream (hutch__request's fields). */
-typedef struct {
+struct hutch__exec_stream {
 	hutch__sink_fn sink; /* NULL: collect under the usual cap, drop */
 	void *payload;	     /* the sink's, and on_deadline's */
 	unsigned long long deadline_ms;
 	hutch__deadline_fn on_deadline;
 	const hutch_cancel *cancel;
-} hutch__exec_stream;
+};
 
 /*
  * Start exec `id` and read its stream to the end (or the deadline).
@@ -59,21 +59,21 @@ typedef struct {
  * transfer.  `*streamed` says whether a stream began (a 2xx answer); it
  * is known even when the transfer broke mid-stream.
  */
-int hutch__engine_exec_start(hutch_engine *e, const char *id,
-			     const hutch__exec_stream *stream, int *streamed,
-			     const char *what, hutch_error **err);
+int hutch__api_exec_start(hutch_engine *e, const char *id,
+			  const struct hutch__exec_stream *stream,
+			  int *streamed, const char *what, hutch_error **err);
 
 /* What exec inspect says. */
-typedef struct {
+struct hutch__exec_info {
 	int running;
 	int has_exit_code; /* exit_code is the engine's */
 	int exit_code;
 	int pid; /* 0 when the engine gives none */
-} hutch__exec_info;
+};
 
 /* Inspect exec `id`: 0 with *out filled, or the engine's error. */
-int hutch__engine_exec_inspect(hutch_engine *e, const char *id,
-			       hutch__exec_info *out, hutch_error **err);
+int hutch__api_exec_inspect(hutch_engine *e, const char *id,
+			    struct hutch__exec_info *out, hutch_error **err);
 
 /* ---- a container's archive ------------------------------------------ */
 
@@ -84,10 +84,10 @@ int hutch__engine_exec_inspect(hutch_engine *e, const char *id,
  * is there and the path is not (the engine's message kept in the error);
  * otherwise the transfer's or the engine's error, starting with `what`.
  */
-int hutch__engine_archive_get(hutch_engine *e, const char *container,
-			      const char *path, hutch__sink_fn sink,
-			      void *payload, int *complete, int *path_missing,
-			      const char *what, hutch_error **err);
+int hutch__api_archive_get(hutch_engine *e, const char *container,
+			   const char *path, hutch__sink_fn sink, void *payload,
+			   int *complete, int *path_missing, const char *what,
+			   hutch_error **err);
 
 /*
  * One small regular file of `container`, read through the archive API:
@@ -96,9 +96,9 @@ int hutch__engine_archive_get(hutch_engine *e, const char *container,
  * gets the engine's answer: 404 when the file is not there, 0 when the
  * engine could not be asked.
  */
-char *hutch__engine_archive_file(hutch_engine *e, const char *container,
-				 const char *path, size_t max, long *status,
-				 hutch_error **err);
+char *hutch__api_archive_file(hutch_engine *e, const char *container,
+			      const char *path, size_t max, long *status,
+			      hutch_error **err);
 
 /*
  * PUT a tar, pulled from `source`, into directory `path` of `container`
@@ -106,9 +106,9 @@ char *hutch__engine_archive_file(hutch_engine *e, const char *container,
  * any type, as docker cp does).  Returns 0 when the engine answered 200, else the
  * transfer's or the engine's error, starting with `what`.
  */
-int hutch__engine_archive_put(hutch_engine *e, const char *container,
-			      const char *path, hutch__source_fn source,
-			      void *payload, const char *what,
-			      hutch_error **err);
+int hutch__api_archive_put_stream(hutch_engine *e, const char *container,
+				  const char *path, hutch__source_fn source,
+				  void *payload, const char *what,
+				  hutch_error **err);
 
 #endif

@@ -475,12 +475,13 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	return 0;
 }
 
-static int exec_create(struct run *r, const hutch__exec_spec *spec, char *id,
-		       size_t idsz, const char *what, hutch_error **err)
+static int exec_create(struct run *r, const struct hutch__exec_spec *spec,
+		       char *id, size_t idsz, const char *what,
+		       hutch_error **err)
 {
-	return hutch__engine_exec_create(hutch_session_engine(r->s),
-					 hutch__session_container(r->s), spec,
-					 id, idsz, what, err);
+	return hutch__api_exec_create(hutch_session_engine(r->s),
+				      hutch__session_container(r->s), spec, id,
+				      idsz, what, err);
 }
 
 /* Start exec `id` and read its stream to its end (or the deadline).  With
@@ -492,7 +493,7 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 		      const hutch_cancel *cancel, int *streamed,
 		      const char *what, hutch_error **err)
 {
-	hutch__exec_stream stream = {
+	struct hutch__exec_stream stream = {
 		.sink = sink,
 		.payload = r,
 		.deadline_ms = deadline,
@@ -500,8 +501,8 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 		.cancel = cancel,
 	};
 
-	return hutch__engine_exec_start(hutch_session_engine(r->s), id, &stream,
-					streamed, what, err);
+	return hutch__api_exec_start(hutch_session_engine(r->s), id, &stream,
+				     streamed, what, err);
 }
 
 /* Inspect exec `id` until the engine says it has ended: Podman can answer
@@ -512,12 +513,12 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 {
 	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
 	unsigned int pause = 1;
-	hutch__exec_info info;
+	struct hutch__exec_info info;
 	int rc;
 
 	for (;;) {
-		rc = hutch__engine_exec_inspect(hutch_session_engine(r->s), id,
-						&info, err);
+		rc = hutch__api_exec_inspect(hutch_session_engine(r->s), id,
+					     &info, err);
 		if (rc < 0)
 			return rc;
 		if (!info.running) {
@@ -550,7 +551,7 @@ static int kill_tree(struct run *r, hutch_error **err)
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
 	 * command can never become another user. */
-	hutch__exec_spec spec = { .argv = argv, .argc = 3 };
+	struct hutch__exec_spec spec = { .argv = argv, .argc = 3 };
 	char kill_id[129];
 	int code = -1, streamed, rc;
 
@@ -590,9 +591,9 @@ enum {
  * after it ended. */
 static int exec_state(struct run *r, hutch_error **err)
 {
-	hutch__exec_info info;
-	int rc = hutch__engine_exec_inspect(hutch_session_engine(r->s),
-					    r->exec_id, &info, err);
+	struct hutch__exec_info info;
+	int rc = hutch__api_exec_inspect(hutch_session_engine(r->s), r->exec_id,
+					 &info, err);
 
 	if (rc < 0)
 		return rc;
@@ -776,7 +777,7 @@ static int run_init(struct run *r, hutch_exec_result *res, hutch_session *s,
 
 /* Create the exec and read its stream, once; what it came to is in r->rc
  * (r->lerr). */
-static void run_once(struct run *r, const hutch__exec_spec *spec)
+static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 {
 	unsigned long long deadline;
 
@@ -796,7 +797,7 @@ static void run_once(struct run *r, const hutch__exec_spec *spec)
 
 /* Run the command, and once more when its container was gone. */
 static void run_with_one_retry(struct run *r, hutch_exec_result *res,
-			       const hutch__exec_spec *spec)
+			       const struct hutch__exec_spec *spec)
 {
 	run_once(r, spec);
 	/* The container was gone or stopped before the command began:
@@ -979,12 +980,12 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 {
 	struct agent_command cmd;
-	hutch__exec_spec spec;
+	struct hutch__exec_spec spec;
 	int rc;
 
 	if (agent_command(&cmd, r) < 0)
 		return hutch__error_oom(err);
-	spec = (hutch__exec_spec){
+	spec = (struct hutch__exec_spec){
 		.argv = cmd.argv,
 		.argc = cmd.argc,
 		.env = cmd.env,

@@ -305,9 +305,10 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	}
 	/* noOverwriteDirNonDir is left off: what the host has replaces what
 	 * the workspace had, as docker cp does. */
-	rc = hutch__engine_archive_put(s->engine, hutch__session_container(s),
-				       WORKSPACE, source, &d,
-				       "copy into the workspace", &herr);
+	rc = hutch__api_archive_put_stream(s->engine,
+					   hutch__session_container(s),
+					   WORKSPACE, source, &d,
+					   "copy into the workspace", &herr);
 	/* Whatever happened, the walker must stop writing now. */
 	hutch__pipe_close_read(&pipe, 0);
 	pthread_join(t, NULL);
@@ -414,10 +415,9 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		goto early;
 	}
 	/* The worker owns job.dirfd now and sets it to -1 when closed. */
-	rc = hutch__engine_archive_get(s->engine, hutch__session_container(s),
-				       cpath, sink, &d, &complete,
-				       &path_missing,
-				       "copy out of the workspace", &herr);
+	rc = hutch__api_archive_get(s->engine, hutch__session_container(s),
+				    cpath, sink, &d, &complete, &path_missing,
+				    "copy out of the workspace", &herr);
 	hutch__pipe_close_write(&pipe, !(complete && !d.cancelled));
 	pthread_join(t, NULL);
 	rc = sync_out_result(&d, &job, rc, herr, path_missing, shown, err);
