@@ -10,30 +10,7 @@ void hutch__capture_init(hutch_capture *c, size_t cap)
 {
 	memset(c, 0, sizeof(*c));
 	c->ring_max = cap / 2;
-	c->head_max = cap - c->ring_max;
-}
-
-static int head_add(hutch_capture *c, const char *data, size_t len)
-{
-	size_t need = c->head_len + len, alloc;
-	char *p;
-
-	if (need > c->head_alloc) {
-		/* Grow by doubling so small outputs stay small. */
-		alloc = c->head_alloc ? c->head_alloc : 1024;
-		while (alloc < need)
-			alloc *= 2;
-		if (alloc > c->head_max)
-			alloc = c->head_max;
-		p = realloc(c->head, alloc);
-		if (!p)
-			return -1;
-		c->head = p;
-		c->head_alloc = alloc;
-	}
-	memcpy(c->head + c->head_len, data, len);
-	c->head_len += len;
-	return 0;
+	c->head = (hutch_buf)HUTCH_BUF_INIT(cap - c->ring_max);
 }
 
 static void ring_add(hutch_capture *c, const char *data, size_t len)
@@ -64,11 +41,12 @@ int hutch__capture_add(hutch_capture *c, const char *data, size_t len)
 	size_t n;
 
 	c->total += len;
-	if (c->head_len < c->head_max) {
-		n = c->head_max - c->head_len;
+	if (c->head.len < c->head.max) {
+		n = c->head.max - c->head.len;
 		if (n > len)
 			n = len;
-		if (head_add(c, data, n) < 0)
+		/* The buffer doubles as it fills, so small outputs stay small. */
+		if (hutch__buf_add(&c->head, data, n) < 0)
 			return -1;
 		data += n;
 		len -= n;
@@ -88,29 +66,29 @@ char *hutch__capture_take(hutch_capture *c, size_t *len, size_t *head_len,
 			  uint64_t *omitted)
 {
 	size_t tail = c->ring_len, start, first;
-	char *out = malloc(c->head_len + tail + 1);
+	char *out = malloc(c->head.len + tail + 1);
 
 	if (!out)
 		return NULL;
-	if (c->head_len)
-		memcpy(out, c->head, c->head_len);
+	if (c->head.len)
+		memcpy(out, c->head.data, c->head.len);
 	/* The oldest byte of a full ring sits at ring_pos. */
 	start = tail == c->ring_max ? c->ring_pos : 0;
 	first = tail < c->ring_max - start ? tail : c->ring_max - start;
 	if (tail) {
-		memcpy(out + c->head_len, c->ring + start, first);
-		memcpy(out + c->head_len + first, c->ring, tail - first);
+		memcpy(out + c->head.len, c->ring + start, first);
+		memcpy(out + c->head.len + first, c->ring, tail - first);
 	}
-	out[c->head_len + tail] = '\0';
-	*len = c->head_len + tail;
-	*head_len = c->head_len;
-	*omitted = c->total - c->head_len - tail;
+	out[c->head.len + tail] = '\0';
+	*len = c->head.len + tail;
+	*head_len = c->head.len;
+	*omitted = c->total - c->head.len - tail;
 	return out;
 }
 
 void hutch__capture_free(hutch_capture *c)
 {
-	free(c->head);
+	hutch__buf_free(&c->head);
 	free(c->ring);
 	memset(c, 0, sizeof(*c));
 }

@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 typedef struct {
-	char *head;
-	size_t head_len, head_alloc, head_max;
+	hutch_buf head; /* the first bytes, up to head.max */
 	char *ring;
 	size_t ring_max, ring_pos, ring_len;
 	uint64_t total;

@@ -7,6 +7,11 @@
  * only when something went wrong: the container is recreated when the
  * engine says it is gone, the process tree is killed when the timeout
  * passes, the container is inspected when the command died of a signal.
+ *
+ * How the engine spells those requests lives in engine_api_exec.c; this
+ * file holds the policy around them (hutch__exec_run and the functions
+ * it reads as: run_with_one_retry, after_timeout, after_cancel,
+ * judge_ending, sandbox_lost).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +27,7 @@
 #include "capture.h"
 #include "common.h"
 #include "demux.h"
+#include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "secrets.h"
@@ -64,34 +70,6 @@ struct hutch_exec_result {
 		uint64_t total, omitted;
 	} out[2];
 };
-
-/* ---- cancellation ---------------------------------------------------- */
-
-int hutch_cancel_new(hutch_cancel **out, hutch_error **err)
-{
-	hutch_cancel *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return hutch__error_oom(err);
-	*out = c;
-	return 0;
-}
-
-void hutch_cancel_raise(hutch_cancel *c)
-{
-	if (c)
-		__atomic_store_n(&c->raised, 1, __ATOMIC_SEQ_CST);
-}
-
-int hutch_cancel_raised(const hutch_cancel *c)
-{
-	return c ? __atomic_load_n(&c->raised, __ATOMIC_SEQ_CST) : 0;
-}
-
-void hutch_cancel_free(hutch_cancel *c)
-{
-	free(c);
-}
 
 /* ---- results --------------------------------------------------------- */
 
@@ -205,6 +183,11 @@ struct run {
 	size_t errtail_len;
 	char tag[32];
 	char exec_id[128];
+	/* What the run has come to so far: */
+	unsigned long long t0;
+	int rc;		   /* of creating the exec and reading its stream */
+	hutch_error *lerr; /* its error */
+	int cut_by_us;	   /* we stopped reading: the command had ended */
 };
 
 static int deliver(const char *data, size_t len, void *p)
@@ -425,174 +408,118 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 	return 0;
 }
 
-static json_object *exec_body(const struct run *r)
+/* ---- what the engine is asked to run --------------------------------- */
+
+/* The agent's command line for one run, and the exec's environment. */
+struct agent_command {
+	const char **argv;
+	size_t argc;
+	const char **env;
+	size_t env_count;
+	char deadline[32];
+};
+
+static void agent_command_free(struct agent_command *c)
+{
+	free(c->argv);
+	free(c->env);
+}
+
+/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers] -- ARGV,
+ * with the session's secrets and the command's own environment.  -1 when
+ * out of memory. */
+static int agent_command(struct agent_command *c, const struct run *r)
 {
 	const hutch_exec_options *o = r->o;
 	const struct hutch__session_secrets *sec =
 		r->flags & HUTCH__EXEC_RAW ? NULL : r->s->secrets;
-	json_object *body = json_object_new_object(),
-		    *cmd = json_object_new_array();
-	json_object *env = json_object_new_array();
-	char deadline[32];
+	size_t nsec = sec ? sec->count : 0;
 
-	if (!body || !cmd || !env) {
-		json_object_put(body);
-		json_object_put(cmd);
-		json_object_put(env);
-		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->argv = calloc(o->argc + 8, sizeof(*c->argv));
+	c->env = calloc(nsec + o->env_count + 1, sizeof(*c->env));
+	if (!c->argv || !c->env) {
+		agent_command_free(c);
+		return -1;
 	}
-	snprintf(deadline, sizeof(deadline), "%llu",
+	snprintf(c->deadline, sizeof(c->deadline), "%llu",
 		 o->timeout_ms ?
 			 (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS :
 			 0ULL);
-	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_CMD_RUN));
-	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_OPT_TAG));
-	json_object_array_add(cmd, json_object_new_string(r->tag));
-	json_object_array_add(cmd,
-			      json_object_new_string(HUTCH_AGENT_OPT_DEADLINE));
-	json_object_array_add(cmd, json_object_new_string(deadline));
+	c->argv[c->argc++] = HUTCH_AGENT_PATH;
+	c->argv[c->argc++] = HUTCH_AGENT_CMD_RUN;
+	c->argv[c->argc++] = HUTCH_AGENT_OPT_TAG;
+	c->argv[c->argc++] = r->tag;
+	c->argv[c->argc++] = HUTCH_AGENT_OPT_DEADLINE;
+	c->argv[c->argc++] = c->deadline;
 	/* A command given secrets leaves nothing running behind it: its
 	 * leftovers would keep the values in their environment (README). */
-	if (sec && sec->count)
-		json_object_array_add(
-			cmd,
-			json_object_new_string(HUTCH_AGENT_OPT_KILL_LEFTOVERS));
-	json_object_array_add(cmd, json_object_new_string("--"));
+	if (nsec)
+		c->argv[c->argc++] = HUTCH_AGENT_OPT_KILL_LEFTOVERS;
+	c->argv[c->argc++] = "--";
 	for (size_t i = 0; i < o->argc; i++)
-		json_object_array_add(cmd, json_object_new_string(o->argv[i]));
+		c->argv[c->argc++] = o->argv[i];
 	/* Secrets go to this exec alone, never to the container's
 	 * configuration; the command's own --env comes after, so it wins. */
-	for (size_t i = 0; sec && i < sec->count; i++)
-		json_object_array_add(env, json_object_new_string(sec->env[i]));
+	for (size_t i = 0; i < nsec; i++)
+		c->env[c->env_count++] = sec->env[i];
 	for (size_t i = 0; i < o->env_count; i++)
-		json_object_array_add(env, json_object_new_string(o->env[i]));
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
-	json_object_object_add(body, "AttachStdout",
-			       json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr",
-			       json_object_new_boolean(1));
-	json_object_object_add(body, "Tty", json_object_new_boolean(0));
-	json_object_object_add(body, "Cmd", cmd);
-	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "WorkingDir",
-			       hutch__workdir_json(o->workdir));
-	return body;
-}
-
-/* The id from an exec create answer.  It goes into URL paths, so only
- * hex digits are accepted. */
-static int exec_id(json_object *answer, char *id, size_t idsz,
-		   hutch_error **err)
-{
-	json_object *v;
-	const char *s;
-
-	if (!answer || !json_object_object_get_ex(answer, "Id", &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return hutch__error_set(
-			err, HUTCH_EPROTO,
-			"create exec: the engine gave no exec id");
-	s = json_object_get_string(v);
-	if (!*s || strlen(s) >= idsz ||
-	    strspn(s, "0123456789abcdef") != strlen(s))
-		return hutch__error_set(err, HUTCH_EPROTO,
-					"create exec: unusable exec id '%.80s'",
-					s);
-	snprintf(id, idsz, "%s", s);
+		c->env[c->env_count++] = o->env[i];
 	return 0;
 }
 
-/* POST /containers/NAME/exec; the id lands in `id`. */
-static int exec_create(struct run *r, json_object *body, char *id, size_t idsz,
-		       const char *what, hutch_error **err)
+static int exec_create(struct run *r, const struct hutch__exec_spec *spec,
+		       char *id, size_t idsz, const char *what,
+		       hutch_error **err)
 {
-	json_object *out = NULL;
-	char path[256];
-	int rc;
-
-	snprintf(path, sizeof(path), "/containers/%s/exec",
-		 hutch__session_container(r->s));
-	rc = hutch__engine_call(hutch_session_engine(r->s), "POST", path, body,
-				&out, NULL, what, err);
-	if (rc < 0)
-		return rc;
-	rc = exec_id(out, id, idsz, err);
-	json_object_put(out);
-	return rc;
+	return hutch__api_exec_create(hutch_session_engine(r->s),
+				      hutch__session_container(r->s), spec, id,
+				      idsz, what, err);
 }
 
-/* POST /exec/ID/start and read the stream to its end (or the deadline).
- * With a sink the output goes to it (the command's run); without, it is
- * collected under the usual cap and dropped (the kill's).  Returns 0 when
- * the stream was read, the engine's error before it started, or ETIMEOUT /
- * ECANCELLED / EFAILED; `*streamed` says whether a stream began. */
+/* Start exec `id` and read its stream to its end (or the deadline).  With
+ * a sink the output goes to it (the command's run); without, it is
+ * collected under the usual cap and dropped (the kill's). */
 static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 		      unsigned long long deadline,
 		      hutch__deadline_fn on_deadline,
 		      const hutch_cancel *cancel, int *streamed,
 		      const char *what, hutch_error **err)
 {
-	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-	hutch__request req = {
-		.method = "POST",
-		.body = body,
-		.body_len = sizeof(body) - 1,
+	struct hutch__exec_stream stream = {
 		.sink = sink,
-		.sink_payload = r,
+		.payload = r,
 		.deadline_ms = deadline,
 		.on_deadline = on_deadline,
 		.cancel = cancel,
 	};
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	char path[192];
-	int rc;
 
-	snprintf(path, sizeof(path), "/exec/%s/start", id);
-	req.path = path;
-	rc = hutch__http(hutch_session_engine(r->s), &req, &resp, err);
-	/* The status is known even when the transfer broke mid-stream. */
-	*streamed = resp.status >= 200 && resp.status < 300;
-	if (rc == 0 && !*streamed)
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, what);
-	hutch__response_free(&resp);
-	return rc;
+	return hutch__api_exec_start(hutch_session_engine(r->s), id, &stream,
+				     streamed, what, err);
 }
 
-/* GET /exec/ID/json until the engine says the exec has ended: Podman can
- * answer "exit code 0" for a moment while it is still running.  1 with
- * *code set, 0 when the exec ended without a code, or negative. */
+/* Inspect exec `id` until the engine says it has ended: Podman can answer
+ * "exit code 0" for a moment while it is still running.  1 with *code
+ * set, 0 when the exec ended without a code, or negative. */
 static int exec_exit_code(struct run *r, const char *id, int *code,
 			  hutch_error **err)
 {
-	json_object *out = NULL, *v;
 	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
 	unsigned int pause = 1;
-	char path[192];
-	int rc, running;
+	struct hutch__exec_info info;
+	int rc;
 
-	snprintf(path, sizeof(path), "/exec/%s/json", id);
 	for (;;) {
-		rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path,
-					NULL, &out, NULL, "inspect exec", err);
+		rc = hutch__api_exec_inspect(hutch_session_engine(r->s), id,
+					     &info, err);
 		if (rc < 0)
 			return rc;
-		running = out &&
-			  json_object_object_get_ex(out, "Running", &v) &&
-			  json_object_get_boolean(v);
-		if (!running) {
-			rc = 0;
-			if (json_object_object_get_ex(out, "ExitCode", &v) &&
-			    json_object_is_type(v, json_type_int)) {
-				*code = json_object_get_int(v);
-				rc = 1;
-			}
-			json_object_put(out);
-			return rc;
+		if (!info.running) {
+			if (!info.has_exit_code)
+				return 0;
+			*code = info.exit_code;
+			return 1;
 		}
-		json_object_put(out);
-		out = NULL;
 		if (hutch__now_ms() > until)
 			return hutch__error_set(
 				err, HUTCH_ETIMEOUT,
@@ -604,38 +531,25 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 	}
 }
 
+/* ---- stopping the command -------------------------------------------- */
+
 /* Run the agent's kill in a second exec: it finds the command's agent by
  * its tag and kills every process under it, then the agent.  0 when it
  * did, 1 when there was no agent with that tag (not started yet, or
  * already gone), or a negative code. */
 static int kill_tree(struct run *r, hutch_error **err)
 {
-	json_object *body = json_object_new_object(),
-		    *cmd = json_object_new_array();
-	char kill_id[129];
-	int code = -1, streamed, rc;
-
-	if (!body || !cmd) {
-		json_object_put(body);
-		json_object_put(cmd);
-		return hutch__error_oom(err);
-	}
-	json_object_array_add(cmd, json_object_new_string(HUTCH_AGENT_PATH));
-	json_object_array_add(cmd,
-			      json_object_new_string(HUTCH_AGENT_CMD_KILL));
-	json_object_array_add(cmd, json_object_new_string(r->tag));
-	json_object_object_add(body, "AttachStdout",
-			       json_object_new_boolean(1));
-	json_object_object_add(body, "AttachStderr",
-			       json_object_new_boolean(1));
-	json_object_object_add(body, "Cmd", cmd);
+	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_KILL, r->tag };
 	/* As the session's user, the exec default, not as root: with every
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
 	 * command can never become another user. */
-	rc = exec_create(r, body, kill_id, sizeof(kill_id), "create kill exec",
+	struct hutch__exec_spec spec = { .argv = argv, .argc = 3 };
+	char kill_id[129];
+	int code = -1, streamed, rc;
+
+	rc = exec_create(r, &spec, kill_id, sizeof(kill_id), "create kill exec",
 			 err);
-	json_object_put(body);
 	if (rc < 0)
 		return rc;
 	/* The agent's kill is bounded; so is our wait for it. */
@@ -670,26 +584,15 @@ enum {
  * after it ended. */
 static int exec_state(struct run *r, hutch_error **err)
 {
-	json_object *out = NULL, *v;
-	char path[192];
-	int rc, running, coded, pid;
+	struct hutch__exec_info info;
+	int rc = hutch__api_exec_inspect(hutch_session_engine(r->s), r->exec_id,
+					 &info, err);
 
-	snprintf(path, sizeof(path), "/exec/%s/json", r->exec_id);
-	rc = hutch__engine_call(hutch_session_engine(r->s), "GET", path, NULL,
-				&out, NULL, "inspect exec", err);
 	if (rc < 0)
 		return rc;
-	running = out && json_object_object_get_ex(out, "Running", &v) &&
-		  json_object_get_boolean(v);
-	coded = out && json_object_object_get_ex(out, "ExitCode", &v) &&
-		json_object_is_type(v, json_type_int);
-	pid = out && json_object_object_get_ex(out, "Pid", &v) ?
-		      json_object_get_int(v) :
-		      0;
-	json_object_put(out);
-	if (running)
+	if (info.running)
 		return EXEC_RUNS;
-	return coded && pid > 0 ? EXEC_ENDED : EXEC_UNSURE;
+	return info.has_exit_code && info.pid > 0 ? EXEC_ENDED : EXEC_UNSURE;
 }
 
 #define STOP_KILLED 1
@@ -826,17 +729,288 @@ int hutch_exec_run(hutch_exec_result **out, hutch_session *s,
 	return hutch__exec_run(out, s, o, 0, err);
 }
 
+/* ---- the policy of one run ------------------------------------------- */
+
+/* What a step of the run came to: the result is decided (RUN_DECIDED), or
+ * go on to the next step (0), or a failure (negative, in err). */
+#define RUN_DECIDED 1
+
+/* Ready `r` and `res` for a run of `o`: capture, redaction, the tag. */
+static int run_init(struct run *r, hutch_exec_result *res, hutch_session *s,
+		    const hutch_exec_options *o, unsigned int flags,
+		    hutch_error **err)
+{
+	const hutch__secrets *set =
+		flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s);
+	size_t cap = o->max_output ? o->max_output :
+				     HUTCH_EXEC_DEFAULT_MAX_OUTPUT;
+
+	r->s = s;
+	r->o = o;
+	r->flags = flags;
+	r->t0 = hutch__now_ms();
+	hutch__capture_init(&r->cap[0], cap);
+	hutch__capture_init(&r->cap[1], cap);
+	for (int i = 0; i < 2; i++) {
+		r->sink[i].r = r;
+		r->sink[i].i = i;
+	}
+	if (set)
+		res->secrets = hutch__secrets_ref(set);
+	if (hutch__redactor_init(&r->red[0], set) < 0 ||
+	    hutch__redactor_init(&r->red[1], set) < 0)
+		return hutch__error_oom(err);
+	if (hutch__random_hex(r->tag, sizeof(r->tag)) < 0)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"no randomness for the exec tag: %s",
+					strerror(errno));
+	res->exit_code = -1;
+	return 0;
+}
+
+/* Create the exec and read its stream, once; what it came to is in r->rc
+ * (r->lerr). */
+static void run_once(struct run *r, const struct hutch__exec_spec *spec)
+{
+	unsigned long long deadline;
+
+	hutch_error_free(r->lerr);
+	r->lerr = NULL;
+	r->streamed = 0;
+	r->rc = exec_create(r, spec, r->exec_id, sizeof(r->exec_id),
+			    "create exec", &r->lerr);
+	if (r->rc < 0)
+		return;
+	deadline = r->o->timeout_ms ? hutch__now_ms() + r->o->timeout_ms : 0;
+	hutch__demux_init(&r->demux);
+	r->backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
+	r->rc = exec_start(r, r->exec_id, on_stream, deadline, on_deadline,
+			   r->o->cancel, &r->streamed, "start exec", &r->lerr);
+}
+
+/* Run the command, and once more when its container was gone. */
+static void run_with_one_retry(struct run *r, hutch_exec_result *res,
+			       const struct hutch__exec_spec *spec)
+{
+	run_once(r, spec);
+	/* The container was gone or stopped before the command began:
+	 * nothing ran, so bringing the container back and trying once more
+	 * cannot run the command twice. */
+	if (!((r->rc == HUTCH_ENOTFOUND || r->rc == HUTCH_ENOTRUNNING) &&
+	      r->seen == 0 && r->demux.frames == 0))
+		return;
+	hutch_error_free(r->lerr);
+	r->lerr = NULL;
+	r->rc = hutch_session_ensure(r->s, NULL, &r->lerr);
+	if (r->rc < 0)
+		return;
+	/* Making a brand-new session's first container is the lazy
+	 * creation, not a recovery. */
+	res->retried = !r->s->new_record;
+	run_once(r, spec);
+}
+
+/* Our side stopped reading, and the output read so far is all there is:
+ * the command ended by itself, so ask how it did. */
+static void stopped_reading(struct run *r)
+{
+	hutch_error_free(r->lerr);
+	r->lerr = NULL;
+	r->cut_by_us = 1;
+	r->rc = 0;
+}
+
+/* The timeout passed while the stream was open (on_deadline). */
+static int after_timeout(struct run *r, hutch_exec_result *res,
+			 hutch_error **err)
+{
+	int rc;
+
+	if (r->killed) {
+		res->status = HUTCH_EXEC_TIMEOUT;
+		return RUN_DECIDED;
+	}
+	if (r->stop_failed && r->rc == HUTCH_ETIMEOUT && container_alive(r)) {
+		/* Not even the agent's own deadline ended it. */
+		rc = hutch__error_wrap(&r->stop_err,
+				       hutch_error_code(r->stop_err),
+				       "the command was not killed");
+		rc = hutch__error_pass(err, r->stop_err, rc);
+		r->stop_err = NULL;
+		return rc;
+	}
+	/* It ended by itself (or, when the kill could not run, by the
+	 * agent's own deadline: see judge_ending).  ETIMEOUT here only means
+	 * that we stopped waiting for a stream a leftover process held. */
+	if (r->rc == HUTCH_ETIMEOUT)
+		stopped_reading(r);
+	return 0;
+}
+
+/* The caller cancelled, or its callback asked to stop: make sure nothing
+ * keeps running. */
+static int after_cancel(struct run *r, hutch_exec_result *res,
+			hutch_error **err)
+{
+	hutch_error *kerr = NULL;
+	int stop = stop_command(r, &kerr), rc;
+
+	if (stop == STOP_KILLED || (stop < 0 && !container_alive(r))) {
+		hutch_error_free(kerr);
+		res->status = HUTCH_EXEC_CANCELLED;
+		return RUN_DECIDED;
+	}
+	if (stop < 0) {
+		rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
+				       "the command was not killed");
+		return hutch__error_pass(err, kerr, rc);
+	}
+	/* Nothing to kill: it had ended by itself, so say how. */
+	stopped_reading(r);
+	return 0;
+}
+
+/* The stream's own faults, and an engine error before it began. */
+static int check_stream(struct run *r, hutch_error **err)
+{
+	int rc;
+
+	if (r->oom)
+		return hutch__error_oom(err);
+	if (r->malformed)
+		return hutch__error_set(
+			err, HUTCH_EPROTO,
+			"the engine sent output that is not a framed exec stream");
+	/* Only a stream that began and then broke goes on to the questions
+	 * of judge_ending; an engine error before that is the answer itself. */
+	if (r->rc < 0 && !(r->rc == HUTCH_EFAILED && r->streamed)) {
+		rc = hutch__error_pass(err, r->lerr, r->rc);
+		r->lerr = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+/* A vanished exec (got < 0), a signal death or a cut stream in a
+ * container that no longer runs all mean the sandbox went away under the
+ * command. */
+static int sandbox_lost(struct run *r, int got, int cut, int code)
+{
+	/* A SIGKILL death, a cut stream or a vanished exec is what a dying
+	 * container looks like: only those wait for its state to settle.
+	 * Other signal deaths get one look. */
+	int suspect = got < 0 || cut || code < 0 || code == 137;
+
+	if (!suspect && code < 128)
+		return 0;
+	return !(suspect ? container_alive_settled(r) : container_alive(r));
+}
+
+/* The stream ended, cleanly or cut, or the exec vanished (`got` < 0,
+ * `ierr` taken): the error to report. */
+static int broken_stream(struct run *r, int got, int cut, hutch_error *ierr,
+			 hutch_error **err)
+{
+	int rc;
+
+	if (cut && r->lerr) {
+		hutch_error_free(ierr);
+		rc = hutch__error_wrap(&r->lerr, HUTCH_EFAILED,
+				       "exec stream broke");
+		rc = hutch__error_pass(err, r->lerr, rc);
+		r->lerr = NULL;
+		return rc;
+	}
+	if (got < 0)
+		return hutch__error_pass(err, ierr, got);
+	hutch_error_free(ierr);
+	return hutch__error_set(err, HUTCH_EPROTO,
+				"the exec stream ended inside a frame");
+}
+
+/* The stream ended, cleanly or cut.  Ask how the command ended. */
+static int judge_ending(struct run *r, hutch_exec_result *res,
+			hutch_error **err)
+{
+	hutch_error *ierr = NULL;
+	/* Where we stopped reading, a frame may well be half read. */
+	int cut = r->rc < 0 ||
+		  (!r->cut_by_us && !hutch__demux_at_boundary(&r->demux));
+	int code = -1, got = exec_exit_code(r, r->exec_id, &code, &ierr);
+
+	if (sandbox_lost(r, got, cut, code)) {
+		hutch_error_free(ierr);
+		res->status = HUTCH_EXEC_SANDBOX_LOST;
+		res->exit_code = -1;
+		return RUN_DECIDED;
+	}
+	if (got < 0 || cut)
+		return broken_stream(r, got, cut, ierr, err);
+	if (got == 1 && exec_too_long(r, code))
+		return hutch__error_set(
+			err, HUTCH_ETOOBIG,
+			"the command was not started: its arguments and "
+			"environment (%zu bytes) are over the kernel's "
+			"limit in the container (execve: argument list too "
+			"long); pass large data in a file instead",
+			exec_bytes(r->o));
+	res->status = HUTCH_EXEC_OK;
+	res->exit_code = got == 1 ? code : -1;
+	res->oom = saw_oom(r);
+	/* The kill could not run and the agent's own deadline ended the
+	 * command: its exit code says so. */
+	if (r->stop_failed && code == HUTCH_AGENT_EXIT_DEADLINE) {
+		res->status = HUTCH_EXEC_TIMEOUT;
+		res->exit_code = -1;
+	}
+	return RUN_DECIDED;
+}
+
+/* The policy: run once more when the container was gone before the
+ * command began; on the timeout the tree was killed (on_deadline), on a
+ * cancel it is killed now; then the command's own ending, unless the
+ * sandbox was lost under it. */
+static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
+{
+	struct agent_command cmd;
+	struct hutch__exec_spec spec;
+	char *workdir = hutch__workdir_resolve(r->o->workdir);
+	int rc;
+
+	if (!workdir || agent_command(&cmd, r) < 0) {
+		free(workdir);
+		return hutch__error_oom(err);
+	}
+	spec = (struct hutch__exec_spec){
+		.argv = cmd.argv,
+		.argc = cmd.argc,
+		.env = cmd.env,
+		.env_count = cmd.env_count,
+		.workdir = workdir,
+	};
+	run_with_one_retry(r, res, &spec);
+	agent_command_free(&cmd);
+	free(workdir);
+	if (r->stopping)
+		rc = after_timeout(r, res, err);
+	else if (r->rc == HUTCH_ECANCELLED || r->stopped)
+		rc = after_cancel(r, res, err);
+	else
+		rc = 0;
+	if (rc == 0)
+		rc = check_stream(r, err);
+	if (rc == 0)
+		rc = judge_ending(r, res, err);
+	return rc;
+}
+
 int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		    const hutch_exec_options *o, unsigned int flags,
 		    hutch_error **err)
 {
 	struct run r;
 	hutch_exec_result *res = NULL;
-	json_object *body = NULL;
-	unsigned long long t0 = hutch__now_ms(), deadline;
-	hutch_error *lerr = NULL;
-	size_t cap;
-	int rc, code = -1, attempt, cut_by_us = 0;
+	int rc;
 
 	rc = validate(
 		o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s),
@@ -844,231 +1018,21 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 	if (rc < 0)
 		return rc;
 	memset(&r, 0, sizeof(r));
-	r.s = s;
-	r.o = o;
-	r.flags = flags;
-	cap = o->max_output ? o->max_output : HUTCH_EXEC_DEFAULT_MAX_OUTPUT;
-	hutch__capture_init(&r.cap[0], cap);
-	hutch__capture_init(&r.cap[1], cap);
-	for (int i = 0; i < 2; i++) {
-		r.sink[i].r = &r;
-		r.sink[i].i = i;
-	}
 	res = calloc(1, sizeof(*res));
-	if (res && !(flags & HUTCH__EXEC_RAW))
-		res->secrets = hutch__secrets_ref(hutch__session_redaction(s));
-	if (res &&
-	    (hutch__redactor_init(&r.red[0],
-				  flags & HUTCH__EXEC_RAW ?
-					  NULL :
-					  hutch__session_redaction(s)) < 0 ||
-	     hutch__redactor_init(&r.red[1],
-				  flags & HUTCH__EXEC_RAW ?
-					  NULL :
-					  hutch__session_redaction(s)) < 0)) {
-		rc = hutch__error_oom(err);
+	rc = res ? run_init(&r, res, s, o, flags, err) : hutch__error_oom(err);
+	if (rc == 0)
+		rc = run_command(&r, res, err);
+	if (rc < 0)
 		goto out;
-	}
-	if (!res || hutch__random_hex(r.tag, sizeof(r.tag)) < 0) {
-		rc = res ? hutch__error_set(
-				   err, HUTCH_EFAILED,
-				   "no randomness for the exec tag: %s",
-				   strerror(errno)) :
-			   hutch__error_oom(err);
-		goto out;
-	}
-	body = exec_body(&r);
-	if (!body) {
-		rc = hutch__error_oom(err);
-		goto out;
-	}
-	res->exit_code = -1;
-
-	for (attempt = 0;; attempt++) {
-		hutch_error_free(lerr);
-		lerr = NULL;
-		r.streamed = 0;
-		rc = exec_create(&r, body, r.exec_id, sizeof(r.exec_id),
-				 "create exec", &lerr);
-		if (rc == 0) {
-			deadline = o->timeout_ms ?
-					   hutch__now_ms() + o->timeout_ms :
-					   0;
-			hutch__demux_init(&r.demux);
-			r.backstop = deadline ? deadline + AGENT_BACKSTOP_MS :
-						0;
-			rc = exec_start(&r, r.exec_id, on_stream, deadline,
-					on_deadline, o->cancel, &r.streamed,
-					"start exec", &lerr);
-		}
-		/* The container was gone or stopped before the command began:
-		 * nothing ran, so bringing the container back and trying once
-		 * more cannot run the command twice. */
-		if ((rc == HUTCH_ENOTFOUND || rc == HUTCH_ENOTRUNNING) &&
-		    attempt == 0 && r.seen == 0 && r.demux.frames == 0) {
-			hutch_error_free(lerr);
-			lerr = NULL;
-			rc = hutch_session_ensure(s, NULL, &lerr);
-			if (rc < 0)
-				break;
-			/* Making a brand-new session's first container is the
-			 * lazy creation, not a recovery. */
-			res->retried = !s->new_record;
-			continue;
-		}
-		break;
-	}
-
-	if (r.stopping) {
-		/* The timeout passed while the stream was open (on_deadline). */
-		if (r.killed) {
-			res->status = HUTCH_EXEC_TIMEOUT;
-			rc = 0;
-			goto done;
-		}
-		if (r.stop_failed && rc == HUTCH_ETIMEOUT &&
-		    container_alive(&r)) {
-			/* Not even the agent's own deadline ended it. */
-			rc = hutch__error_wrap(&r.stop_err,
-					       hutch_error_code(r.stop_err),
-					       "the command was not killed");
-			if (err) {
-				*err = r.stop_err;
-				r.stop_err = NULL;
-			}
-			goto out;
-		}
-		/* It ended by itself (or, when the kill could not run, by the
-		 * agent's own deadline: see below).  ETIMEOUT here only means
-		 * that we stopped waiting for a stream a leftover process held. */
-		if (rc == HUTCH_ETIMEOUT) {
-			hutch_error_free(lerr);
-			lerr = NULL;
-			cut_by_us = 1;
-			rc = 0;
-		}
-	} else if (rc == HUTCH_ECANCELLED || r.stopped) {
-		/* Our side stopped reading: make sure nothing keeps running. */
-		hutch_error *kerr = NULL;
-		int stop = stop_command(&r, &kerr);
-
-		if (stop == STOP_KILLED || (stop < 0 && !container_alive(&r))) {
-			hutch_error_free(kerr);
-			res->status = HUTCH_EXEC_CANCELLED;
-			rc = 0;
-			goto done;
-		}
-		if (stop < 0) {
-			rc = hutch__error_wrap(&kerr, hutch_error_code(kerr),
-					       "the command was not killed");
-			if (err)
-				*err = kerr;
-			else
-				hutch_error_free(kerr);
-			goto out;
-		}
-		/* Nothing to kill: it had ended by itself, so say how. */
-		hutch_error_free(lerr);
-		lerr = NULL;
-		cut_by_us = 1;
-		rc = 0;
-	}
-	if (r.oom) {
-		rc = hutch__error_oom(err);
-		goto out;
-	}
-	if (r.malformed) {
-		rc = hutch__error_set(
-			err, HUTCH_EPROTO,
-			"the engine sent output that is not a framed exec stream");
-		goto out;
-	}
-	/* Only a stream that began and then broke goes on to the questions
-	 * below; an engine error before that is the answer itself. */
-	if (rc < 0 && !(rc == HUTCH_EFAILED && r.streamed)) {
-		if (err) {
-			*err = lerr;
-			lerr = NULL;
-		}
-		goto out;
-	}
-	/* The stream ended, cleanly or cut.  Ask how the command ended; a
-	 * vanished exec, a signal death or a cut stream in a container that
-	 * no longer runs all mean the sandbox went away under the command. */
-	{
-		hutch_error *ierr = NULL;
-		/* Where we stopped reading, a frame may well be half read. */
-		int cut = rc < 0 ||
-			  (!cut_by_us && !hutch__demux_at_boundary(&r.demux));
-		int got = exec_exit_code(&r, r.exec_id, &code, &ierr);
-
-		/* A SIGKILL death, a cut stream or a vanished exec is what a
-		 * dying container looks like: only those wait for its state to
-		 * settle.  Other signal deaths get one look. */
-		int suspect = got < 0 || cut || code < 0 || code == 137;
-
-		if ((suspect || code >= 128) &&
-		    !(suspect ? container_alive_settled(&r) :
-				container_alive(&r))) {
-			hutch_error_free(ierr);
-			res->status = HUTCH_EXEC_SANDBOX_LOST;
-			res->exit_code = -1;
-			rc = 0;
-			goto done;
-		}
-		if (got < 0 || cut) {
-			if (cut && lerr) {
-				rc = hutch__error_wrap(&lerr, HUTCH_EFAILED,
-						       "exec stream broke");
-				if (err) {
-					*err = lerr;
-					lerr = NULL;
-				}
-				hutch_error_free(ierr);
-			} else if (got < 0) {
-				rc = got;
-				if (err)
-					*err = ierr;
-				else
-					hutch_error_free(ierr);
-			} else {
-				hutch_error_free(ierr);
-				rc = hutch__error_set(
-					err, HUTCH_EPROTO,
-					"the exec stream ended inside a frame");
-			}
-			goto out;
-		}
-		if (got == 1 && exec_too_long(&r, code)) {
-			rc = hutch__error_set(
-				err, HUTCH_ETOOBIG,
-				"the command was not started: its arguments and "
-				"environment (%zu bytes) are over the kernel's "
-				"limit in the container (execve: argument list too "
-				"long); pass large data in a file instead",
-				exec_bytes(o));
-			goto out;
-		}
-		res->status = HUTCH_EXEC_OK;
-		res->exit_code = got == 1 ? code : -1;
-		res->oom = saw_oom(&r);
-		/* The kill could not run and the agent's own deadline ended the
-		 * command: its exit code says so. */
-		if (r.stop_failed && code == HUTCH_AGENT_EXIT_DEADLINE) {
-			res->status = HUTCH_EXEC_TIMEOUT;
-			res->exit_code = -1;
-		}
-		rc = 0;
-	}
-done:
-	flush_redaction(&r, res->status != HUTCH_EXEC_OK || cut_by_us);
+	flush_redaction(&r, res->status != HUTCH_EXEC_OK || r.cut_by_us);
 	if (r.oom || finish_capture(&r, res) < 0) {
 		rc = hutch__error_oom(err);
 		goto out;
 	}
-	res->duration_ms = hutch__now_ms() - t0;
+	res->duration_ms = hutch__now_ms() - r.t0;
 	*out = res;
 	res = NULL;
+	rc = 0;
 out:
 	if (rc < 0) {
 		hutch__error_wrap(err, rc, "session '%s'",
@@ -1077,9 +1041,8 @@ out:
 		hutch__error_redact(err ? *err : NULL,
 				    hutch__session_redaction(s));
 	}
-	hutch_error_free(lerr);
+	hutch_error_free(r.lerr);
 	hutch_error_free(r.stop_err);
-	json_object_put(body);
 	hutch__redactor_free(&r.red[0]);
 	hutch__redactor_free(&r.red[1]);
 	hutch__capture_free(&r.cap[0]);

@@ -373,6 +373,28 @@ static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
 	return rc;
 }
 
+/* The agent's run did not end by itself: the error that says how. */
+static int run_failure(const hutch_exec_result *res, const char *tool,
+		       uint64_t timeout_ms, hutch_error **err)
+{
+	switch (hutch_exec_result_status(res)) {
+	case HUTCH_EXEC_OK:
+		return 0;
+	case HUTCH_EXEC_TIMEOUT:
+		return hutch__error_set(err, HUTCH_ETIMEOUT,
+					"%s: no answer within %" PRIu64 " ms",
+					tool, timeout_ms);
+	case HUTCH_EXEC_CANCELLED:
+		return hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
+					tool);
+	case HUTCH_EXEC_SANDBOX_LOST:
+	default:
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"%s: the session's container died",
+					tool);
+	}
+}
+
 static int run_agent(hutch_fs_result **out, hutch_session *s,
 		     const struct argv *a, const char *tool,
 		     const hutch_fs_options *opts, hutch_error **err)
@@ -406,25 +428,8 @@ again:
 	if (rc < 0)
 		return hutch__error_wrap(err, rc, "%s", tool);
 
-	switch (hutch_exec_result_status(res)) {
-	case HUTCH_EXEC_OK:
-		break;
-	case HUTCH_EXEC_TIMEOUT:
-		rc = hutch__error_set(err, HUTCH_ETIMEOUT,
-				      "%s: no answer within %" PRIu64 " ms",
-				      tool, eo.timeout_ms);
+	if ((rc = run_failure(res, tool, eo.timeout_ms, err)) < 0)
 		goto out;
-	case HUTCH_EXEC_CANCELLED:
-		rc = hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
-				      tool);
-		goto out;
-	case HUTCH_EXEC_SANDBOX_LOST:
-	default:
-		rc = hutch__error_set(err, HUTCH_EFAILED,
-				      "%s: the session's container died", tool);
-		goto out;
-	}
-
 	code = hutch_exec_result_exit_code(res);
 	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, &total,
 				 &omitted);

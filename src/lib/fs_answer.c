@@ -539,12 +539,68 @@ fail:
 
 /* --- the answer ---------------------------------------------------------------- */
 
+/* The members of the answer's object, from after its '{' through its
+ * '}': the first entry list goes into the records, the other members are
+ * copied into `rest`.  0, -1 (*why says why) or -2 (out of memory). */
+static int parse_members(struct hutch_fs_result *r, struct cur *c,
+			 hutch_buf *rest, const hutch__secrets *set,
+			 const char **why)
+{
+	size_t nodes = 0, members = 0;
+	int rc;
+
+	if (eat(c, '}'))
+		return 0;
+	for (;;) {
+		const char *k, *v;
+		size_t klen;
+
+		ws(c);
+		k = c->p;
+		if (c->p >= c->end || *c->p != '"' || skip_string(c) < 0)
+			return -1;
+		klen = (size_t)(c->p - k);
+		if (!eat(c, ':'))
+			return -1;
+		ws(c);
+		v = c->p;
+		if (!r->has_entries && c->p < c->end && *c->p == '[' &&
+		    ((klen == 9 && memcmp(k, "\"entries\"", 9) == 0) ||
+		     (klen == 9 && memcmp(k, "\"matches\"", 9) == 0))) {
+			r->has_entries = 1;
+			r->entries_at = members;
+			r->entries_key = strndup(k + 1, 7);
+			if (!r->entries_key)
+				return -2;
+			if ((rc = parse_entries(r, c, set, why)) < 0)
+				return rc;
+		} else {
+			if (skip_value(c, HUTCH__FS_MAX_DEPTH, &nodes) < 0)
+				return -1;
+			if (nodes > HUTCH__FS_MAX_NODES) {
+				*why = "the answer holds too many values";
+				return -1;
+			}
+			if ((members && hutch__buf_add(rest, ",", 1) < 0) ||
+			    hutch__buf_add(rest, k, klen) < 0 ||
+			    hutch__buf_add(rest, ":", 1) < 0 ||
+			    hutch__buf_add(rest, v, (size_t)(c->p - v)) < 0)
+				return -2;
+			members++;
+		}
+		if (eat(c, ','))
+			continue;
+		if (eat(c, '}'))
+			return 0;
+		return -1;
+	}
+}
+
 static int parse(struct hutch_fs_result *r, const char *data, size_t len,
 		 const hutch__secrets *set, const char **why)
 {
 	struct cur c = { data, data + len };
 	hutch_buf rest = HUTCH_BUF_INIT(len + 2);
-	size_t nodes = 0, members = 0;
 	json_object *t = NULL;
 	int rc = -1;
 
@@ -553,55 +609,9 @@ static int parse(struct hutch_fs_result *r, const char *data, size_t len,
 		goto out;
 	if (hutch__buf_add(&rest, "{", 1) < 0)
 		goto oom;
-	if (!eat(&c, '}')) {
-		for (;;) {
-			const char *k, *v;
-			size_t klen;
-
-			ws(&c);
-			k = c.p;
-			if (c.p >= c.end || *c.p != '"' || skip_string(&c) < 0)
-				goto out;
-			klen = (size_t)(c.p - k);
-			if (!eat(&c, ':'))
-				goto out;
-			ws(&c);
-			v = c.p;
-			if (!r->has_entries && c.p < c.end && *c.p == '[' &&
-			    ((klen == 9 && memcmp(k, "\"entries\"", 9) == 0) ||
-			     (klen == 9 && memcmp(k, "\"matches\"", 9) == 0))) {
-				r->has_entries = 1;
-				r->entries_at = members;
-				r->entries_key = strndup(k + 1, 7);
-				if (!r->entries_key)
-					goto oom;
-				if ((rc = parse_entries(r, &c, set, why)) < 0)
-					goto out;
-				rc = -1;
-			} else {
-				if (skip_value(&c, HUTCH__FS_MAX_DEPTH,
-					       &nodes) < 0)
-					goto out;
-				if (nodes > HUTCH__FS_MAX_NODES) {
-					*why = "the answer holds too many values";
-					goto out;
-				}
-				if ((members &&
-				     hutch__buf_add(&rest, ",", 1) < 0) ||
-				    hutch__buf_add(&rest, k, klen) < 0 ||
-				    hutch__buf_add(&rest, ":", 1) < 0 ||
-				    hutch__buf_add(&rest, v,
-						   (size_t)(c.p - v)) < 0)
-					goto oom;
-				members++;
-			}
-			if (eat(&c, ','))
-				continue;
-			if (eat(&c, '}'))
-				break;
-			goto out;
-		}
-	}
+	if ((rc = parse_members(r, &c, &rest, set, why)) < 0)
+		goto out;
+	rc = -1;
 	ws(&c);
 	if (c.p != c.end || hutch__buf_add(&rest, "}", 1) < 0)
 		goto out;
@@ -653,7 +663,6 @@ int hutch__fs_answer_parse(struct hutch_fs_result **out, const char *data,
 
 	if (!r)
 		return -2;
-	/* Strings are never longer than the answer. */
 	/* Strings are never longer than the answer, but redaction can make
 	 * one 2.5 times longer (4 bytes become "[REDACTED]"). */
 	r->arena = (hutch_buf)HUTCH_BUF_INIT(3 * len + 64);

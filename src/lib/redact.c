@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "buf.h"
 #include "redact.h"
 #include "utf8.h"
 
@@ -651,53 +652,31 @@ int hutch__redact_flush(hutch__redactor *r, int cut, hutch__redact_emit emit,
 	return rc;
 }
 
-struct growbuf {
-	char *data;
-	size_t len, alloc;
-};
-
-static int grow_emit(const char *data, size_t len, void *p)
+static int buf_emit(const char *data, size_t len, void *p)
 {
-	struct growbuf *b = p;
-
-	if (b->len + len + 1 > b->alloc) {
-		size_t alloc = b->alloc ? b->alloc : 64;
-		char *nd;
-
-		while (alloc < b->len + len + 1)
-			alloc *= 2;
-		nd = realloc(b->data, alloc);
-		if (!nd)
-			return -1;
-		b->data = nd;
-		b->alloc = alloc;
-	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-	return 0;
+	return hutch__buf_add(p, data, len);
 }
 
 char *hutch__redact_buffer(const hutch__secrets *set, const char *data,
 			   size_t len, int cut, size_t *outlen)
 {
-	struct growbuf b = { NULL, 0, 0 };
+	/* Every masked run is at least HUTCH_SECRET_MIN_LEN (4) bytes and
+	 * becomes one "[REDACTED]" (10): the text grows at most 2.5 times. */
+	hutch_buf b = HUTCH_BUF_INIT(3 * len + 64);
 	hutch__redactor r;
+	char *out;
 	int rc;
 
 	if (hutch__redactor_init(&r, set) < 0)
 		return NULL;
-	rc = hutch__redact_feed(&r, data, len, grow_emit, &b);
+	rc = hutch__redact_feed(&r, data, len, buf_emit, &b);
 	if (!rc)
-		rc = hutch__redact_flush(&r, cut, grow_emit, &b);
+		rc = hutch__redact_flush(&r, cut, buf_emit, &b);
 	hutch__redactor_free(&r);
-	if (!rc && !b.data)
-		rc = grow_emit("", 0, &b);
 	if (rc) {
-		free(b.data);
+		hutch__buf_free(&b);
 		return NULL;
 	}
-	b.data[b.len] = '\0';
-	if (outlen)
-		*outlen = b.len;
-	return b.data;
+	out = hutch__buf_detach(&b, outlen);
+	return out;
 }

@@ -197,6 +197,40 @@ static int add_dir(struct walk *w, const struct stat *st)
 	return 0;
 }
 
+/* Directory `name` of dfd, which w->path names (`pathlen` bytes): its
+ * header, then its entries on top of the stack.  Opened without
+ * following a symlink put in its place since it was looked at. */
+static int descend(struct walk *w, struct level *stack, size_t *depth, int dfd,
+		   const char *name, size_t pathlen, const struct stat *st)
+{
+	DIR *sub;
+	int sfd, rc;
+
+	if (*depth == MAX_DEPTH)
+		return hutch__error_set(
+			&w->job->err, HUTCH_EFAILED,
+			"'%.300s' is nested deeper than %d directories",
+			w->path, MAX_DEPTH);
+	rc = add_dir(w, st);
+	if (rc)
+		return rc;
+	sfd = openat(dfd, name,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	sub = sfd >= 0 ? fdopendir(sfd) : NULL;
+	if (!sub) {
+		rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
+				      "cannot open '%.300s': %s", w->path,
+				      strerror(errno));
+		if (sfd >= 0)
+			close(sfd);
+		return rc;
+	}
+	stack[*depth].dir = sub;
+	stack[*depth].pathlen = pathlen;
+	(*depth)++;
+	return 0;
+}
+
 static int walk(struct walk *w)
 {
 	struct level stack[MAX_DEPTH];
@@ -268,36 +302,10 @@ static int walk(struct walk *w)
 		} else if (S_ISLNK(st.st_mode)) {
 			rc = add_symlink(w, dfd, de->d_name, &st);
 		} else if (S_ISDIR(st.st_mode)) {
-			DIR *sub;
-			int sfd;
-
-			if (depth == MAX_DEPTH) {
-				rc = hutch__error_set(
-					&w->job->err, HUTCH_EFAILED,
-					"'%.300s' is nested deeper than %d directories",
-					w->path, MAX_DEPTH);
-				break;
-			}
-			rc = add_dir(w, &st);
-			if (rc)
-				break;
-			sfd = openat(dfd, de->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
-			sub = sfd >= 0 ? fdopendir(sfd) : NULL;
-			if (!sub) {
-				rc = hutch__error_set(
-					&w->job->err, HUTCH_EFAILED,
-					"cannot open '%.300s': %s", w->path,
-					strerror(errno));
-				if (sfd >= 0)
-					close(sfd);
-				break;
-			}
-			stack[depth].dir = sub;
-			stack[depth].pathlen =
-				top->pathlen + (top->pathlen ? 1 : 0) + nlen;
-			depth++;
+			rc = descend(w, stack, &depth, dfd, de->d_name,
+				     top->pathlen + (top->pathlen ? 1 : 0) +
+					     nlen,
+				     &st);
 		} else {
 			/* Sockets, fifos, devices have no place in a workspace. */
 			HUTCH__STAT_ADD(w->job->stats.skipped, 1);

@@ -524,6 +524,11 @@ static int skip_data(struct hutch__sync_out *job, struct archive *rd)
 	return 0;
 }
 
+/* One pass over the engine's archive.  It stays one function on purpose:
+ * every check an entry must pass before anything is made on the host
+ * (under the requested path, one top entry, plain relative names, hard
+ * links inside) reads top to bottom in one place, each next to its
+ * refusal. */
 static int unpack(struct unpack *u, struct archive *rd)
 {
 	struct hutch__sync_out *job = u->job;

@@ -22,12 +22,3 @@ char *hutch__workdir_resolve(const char *workdir)
 		return NULL;
 	return out;
 }
-
-json_object *hutch__workdir_json(const char *workdir)
-{
-	char *dir = hutch__workdir_resolve(workdir);
-	json_object *o = dir ? json_object_new_string(dir) : NULL;
-
-	free(dir);
-	return o;
-}

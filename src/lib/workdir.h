@@ -4,8 +4,6 @@
 #ifndef HUTCH_WORKDIR_H
 #define HUTCH_WORKDIR_H
 
-#include <json-c/json.h>
-
 /* Where the workspace is mounted in every session's container. */
 #define HUTCH__WORKSPACE_DIR "/workspace"
 
@@ -15,9 +13,5 @@
  * mean it), an absolute path stays as it is.  A new string the caller
  * frees, or NULL when out of memory. */
 char *hutch__workdir_resolve(const char *workdir);
-
-/* The same as a JSON string for the engine's exec body (WorkingDir); a new
- * object, or NULL when out of memory. */
-json_object *hutch__workdir_json(const char *workdir);
 
 #endif

@@ -1,0 +1,35 @@
+/*
+ * account.h - who a session's commands and files belong to
+ *
+ * Read from the container itself: its Config.User and its /etc/passwd
+ * and /etc/group (account.c).  Sync-in writes these ids into every tar
+ * header; session creation gives the workspace and the agent's files to
+ * them.
+ */
+#ifndef HUTCH_ACCOUNT_H
+#define HUTCH_ACCOUNT_H
+
+#include <hutch/engine.h>
+#include <hutch/error.h>
+#include <hutch/session.h>
+
+/* The uid and gid the commands of `container` run as.  0, or the engine's
+ * error, or HUTCH_EFAILED when a named user or group is not in the
+ * container's files. */
+int hutch__container_owner(hutch_engine *e, const char *container,
+			   unsigned int *uid, unsigned int *gid,
+			   hutch_error **err);
+
+/* The uid of NAME in the container's /etc/passwd (and its group in *gid,
+ * may be NULL), -1 when the file or the entry is missing, -2 when the
+ * engine could not be asked. */
+long hutch__container_account_id(hutch_engine *e, const char *container,
+				 const char *name, long *gid);
+
+/* The same for a session's container (also declared, for session.c, in
+ * session_internal.h). */
+int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
+			 hutch_error **err);
+long hutch__account_id(hutch_session *s, const char *name, long *gid);
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * engine_api_exec.c - exec and archive requests: URLs, bodies, answers
+ *
+ * See engine_api_exec.h.  Every function here is one request (exec
+ * create, start, inspect; archive GET, PUT, HEAD) and says nothing about
+ * when to make it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <archive.h>
+#include <archive_entry.h>
+#include <json-c/json.h>
+
+#include "engine_api_exec.h"
+#include "error.h"
+
+/* ---- exec ------------------------------------------------------------ */
+
+static json_object *string_array(const char *const *v, size_t n)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; a && i < n; i++) {
+		json_object *s = json_object_new_string(v[i]);
+
+		if (!s || json_object_array_add(a, s) < 0) {
+			json_object_put(s);
+			json_object_put(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_object *exec_create_body(const struct hutch__exec_spec *spec)
+{
+	json_object *body = json_object_new_object();
+	json_object *cmd = string_array(spec->argv, spec->argc);
+	json_object *env = spec->env_count ?
+				   string_array(spec->env, spec->env_count) :
+				   NULL;
+
+	if (!body || !cmd || (spec->env_count && !env)) {
+		json_object_put(body);
+		json_object_put(cmd);
+		json_object_put(env);
+		return NULL;
+	}
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "AttachStdout",
+			       json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr",
+			       json_object_new_boolean(1));
+	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "Cmd", cmd);
+	if (env)
+		json_object_object_add(body, "Env", env);
+	if (spec->workdir)
+		json_object_object_add(body, "WorkingDir",
+				       json_object_new_string(spec->workdir));
+	return body;
+}
+
+/* The id from an exec create answer.  It goes into URL paths, so only
+ * hex digits are accepted. */
+static int exec_id(json_object *answer, char *id, size_t idsz,
+		   hutch_error **err)
+{
+	json_object *v;
+	const char *s;
+
+	if (!answer || !json_object_object_get_ex(answer, "Id", &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return hutch__error_set(
+			err, HUTCH_EPROTO,
+			"create exec: the engine gave no exec id");
+	s = json_object_get_string(v);
+	if (!*s || strlen(s) >= idsz ||
+	    strspn(s, "0123456789abcdef") != strlen(s))
+		return hutch__error_set(err, HUTCH_EPROTO,
+					"create exec: unusable exec id '%.80s'",
+					s);
+	snprintf(id, idsz, "%s", s);
+	return 0;
+}
+
+int hutch__api_exec_create(hutch_engine *e, const char *container,
+			   const struct hutch__exec_spec *spec, char *id,
+			   size_t idsz, const char *what, hutch_error **err)
+{
+	json_object *body = exec_create_body(spec), *out = NULL;
+	char path[256];
+	int rc;
+
+	if (!body)
+		return hutch__error_oom(err);
+	snprintf(path, sizeof(path), "/containers/%s/exec", container);
+	rc = hutch__engine_call(e, "POST", path, body, &out, NULL, what, err);
+	json_object_put(body);
+	if (rc < 0)
+		return rc;
+	rc = exec_id(out, id, idsz, err);
+	json_object_put(out);
+	return rc;
+}
+
+int hutch__api_exec_start(hutch_engine *e, const char *id,
+			  const struct hutch__exec_stream *stream,
+			  int *streamed, const char *what, hutch_error **err)
+{
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	hutch__request req = {
+		.method = "POST",
+		.body = body,
+		.body_len = sizeof(body) - 1,
+		.sink = stream->sink,
+		.sink_payload = stream->payload,
+		.deadline_ms = stream->deadline_ms,
+		.on_deadline = stream->on_deadline,
+		.cancel = stream->cancel,
+	};
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char path[192];
+	int rc;
+
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
+	req.path = path;
+	rc = hutch__http(e, &req, &resp, err);
+	/* The status is known even when the transfer broke mid-stream. */
+	*streamed = resp.status >= 200 && resp.status < 300;
+	if (rc == 0 && !*streamed)
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, what);
+	hutch__response_free(&resp);
+	return rc;
+}
+
+int hutch__api_exec_inspect(hutch_engine *e, const char *id,
+			    struct hutch__exec_info *out, hutch_error **err)
+{
+	json_object *obj = NULL, *v;
+	char path[192];
+	int rc;
+
+	snprintf(path, sizeof(path), "/exec/%s/json", id);
+	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL,
+				"inspect exec", err);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->running = obj && json_object_object_get_ex(obj, "Running", &v) &&
+		       json_object_get_boolean(v);
+	if (obj && json_object_object_get_ex(obj, "ExitCode", &v) &&
+	    json_object_is_type(v, json_type_int)) {
+		out->has_exit_code = 1;
+		out->exit_code = json_object_get_int(v);
+	}
+	if (obj && json_object_object_get_ex(obj, "Pid", &v))
+		out->pid = json_object_get_int(v);
+	json_object_put(obj);
+	return 0;
+}
+
+/* ---- a container's archive ------------------------------------------ */
+
+/* "/containers/NAME/archive?path=PATH", newly allocated. */
+static char *archive_url(const char *container, const char *path)
+{
+	char *esc = hutch__url_escape(path), *url = NULL;
+
+	if (esc && asprintf(&url, "/containers/%s/archive?path=%s", container,
+			    esc) < 0)
+		url = NULL;
+	free(esc);
+	return url;
+}
+
+/* Make `req` at the archive URL of `path` in `container`: 0 when the
+ * engine answered (any status, in resp), or the transfer's error. */
+static int archive_call(hutch_engine *e, const char *container,
+			const char *path, hutch__request *req,
+			hutch__response *resp, hutch_error **err)
+{
+	char *url = archive_url(container, path);
+	int rc;
+
+	if (!url)
+		return hutch__error_oom(err);
+	req->path = url;
+	rc = hutch__http(e, req, resp, err);
+	req->path = NULL;
+	free(url);
+	return rc;
+}
+
+/* Docker says 404 both for a missing container and a missing path; its
+ * message tells them apart (Podman: "no container with name or ID"). */
+static int container_missing(const char *body, size_t len)
+{
+	char *msg = hutch__engine_error_message(body, len);
+	int missing = msg && (strstr(msg, "No such container") ||
+			      strstr(msg, "no container with"));
+
+	free(msg);
+	return missing;
+}
+
+int hutch__api_archive_get(hutch_engine *e, const char *container,
+			   const char *path, hutch__sink_fn sink, void *payload,
+			   int *complete, int *path_missing, const char *what,
+			   hutch_error **err)
+{
+	hutch__request req = { .method = "GET",
+			       .sink = sink,
+			       .sink_payload = payload };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	int rc;
+
+	*complete = 0;
+	*path_missing = 0;
+	rc = archive_call(e, container, path, &req, &resp, err);
+	if (rc == 0)
+		*complete = resp.status == 200 && !resp.sink_aborted;
+	if (rc < 0 || resp.status == 200)
+		goto out;
+	if (resp.status == 404 &&
+	    !container_missing(resp.body.data, resp.body.len)) {
+		char *m = hutch__engine_error_message(resp.body.data,
+						      resp.body.len);
+
+		*path_missing = 1;
+		rc = hutch__error_set_engine(err, HUTCH_ENOTFOUND, 404, m,
+					     "%s: '%.200s' not found", what,
+					     path);
+		free(m);
+		goto out;
+	}
+	rc = hutch__engine_error(err, resp.status, resp.body.data,
+				 resp.body.len, what);
+out:
+	hutch__response_free(&resp);
+	return rc;
+}
+
+/* The first entry of a tar in memory, when it is a regular file of at
+ * most `max` bytes. */
+static char *first_file(const char *tar, size_t len, size_t max)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *entry;
+	char *data = NULL;
+	la_int64_t size;
+
+	if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_open_memory(a, tar, len) != ARCHIVE_OK ||
+	    archive_read_next_header(a, &entry) != ARCHIVE_OK ||
+	    archive_entry_filetype(entry) != AE_IFREG)
+		goto out;
+	size = archive_entry_size(entry);
+	if (size < 0 || size > (la_int64_t)max)
+		goto out;
+	data = calloc(1, (size_t)size + 1);
+	if (data &&
+	    archive_read_data(a, data, (size_t)size) != (la_ssize_t)size) {
+		free(data);
+		data = NULL;
+	}
+out:
+	archive_read_free(a);
+	return data;
+}
+
+char *hutch__api_archive_file(hutch_engine *e, const char *container,
+			      const char *path, size_t max, long *status,
+			      hutch_error **err)
+{
+	hutch__request req = { .method = "GET" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char *data = NULL;
+
+	if (archive_call(e, container, path, &req, &resp, err) < 0)
+		resp.status = 0;
+	if (status)
+		*status = resp.status;
+	if (resp.status == 200)
+		data = first_file(resp.body.data, resp.body.len, max);
+	hutch__response_free(&resp);
+	return data;
+}
+
+int hutch__api_archive_put_stream(hutch_engine *e, const char *container,
+				  const char *path, hutch__source_fn source,
+				  void *payload, const char *what,
+				  hutch_error **err)
+{
+	hutch__request req = { .method = "PUT",
+			       .source = source,
+			       .source_payload = payload,
+			       .content_type = "application/x-tar" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	int rc = archive_call(e, container, path, &req, &resp, err);
+
+	if (rc == 0 && resp.status != 200)
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, what);
+	hutch__response_free(&resp);
+	return rc;
+}
