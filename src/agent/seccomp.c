@@ -22,7 +22,7 @@
  * whatever its command: PID 1 ("sleep"), every command ("run") and every
  * file tool ("fs").  A filter is inherited by every child and kept across
  * execve, and a process cannot remove one, so everything a session runs
- * is under it.  Two things keep the agent itself trustworthy (session.c,
+ * is under it.  Two things keep the agent itself trustworthy (session_create.c,
  * agent_blob.c): the session cannot replace it (its directory and file are
  * owned by a user the session does not run as), and it is not readable by
  * the session, so the kernel makes it undumpable from its execve on and a

@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 
 #include "account.h"
+#include "engine_api.h"
 #include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -85,18 +86,15 @@ static char *account_db(hutch_engine *e, const char *container,
 }
 
 /* Config.User of the container, "" when it runs as the engine's default
- * (root).  This is a container inspect: when the engine layer gets one
- * (engine_api.c), it belongs there. */
+ * (root). */
 static int config_user(hutch_engine *e, const char *container, char *user,
 		       size_t usersz, hutch_error **err)
 {
 	json_object *obj = NULL, *cfg, *v;
-	char path[256];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", container);
-	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL,
-				"inspect the session's container", err);
+	rc = hutch__api_container_inspect(
+		e, container, &obj, "inspect the session's container", err);
 	if (rc < 0)
 		return rc;
 	user[0] = '\0';

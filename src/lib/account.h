@@ -26,7 +26,7 @@ int hutch__container_owner(hutch_engine *e, const char *container,
 long hutch__container_account_id(hutch_engine *e, const char *container,
 				 const char *name, long *gid);
 
-/* The same for a session's container (also declared, for session.c, in
+/* The same for a session's container (also declared, for the session files, in
  * session_internal.h). */
 int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,
 			 hutch_error **err);

@@ -137,15 +137,15 @@ int hutch__api_exec_start(hutch_engine *e, const char *id,
 }
 
 int hutch__api_exec_inspect(hutch_engine *e, const char *id,
-			    struct hutch__exec_info *out, hutch_error **err)
+			    struct hutch__exec_info *out, const char *what,
+			    hutch_error **err)
 {
 	json_object *obj = NULL, *v;
 	char path[192];
 	int rc;
 
 	snprintf(path, sizeof(path), "/exec/%s/json", id);
-	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL,
-				"inspect exec", err);
+	rc = hutch__engine_call(e, "GET", path, NULL, &obj, NULL, what, err);
 	if (rc < 0)
 		return rc;
 	memset(out, 0, sizeof(*out));

@@ -71,9 +71,11 @@ struct hutch__exec_info {
 	int pid; /* 0 when the engine gives none */
 };
 
-/* Inspect exec `id`: 0 with *out filled, or the engine's error. */
+/* Inspect exec `id`: 0 with *out filled, or the engine's error, starting
+ * with `what`. */
 int hutch__api_exec_inspect(hutch_engine *e, const char *id,
-			    struct hutch__exec_info *out, hutch_error **err);
+			    struct hutch__exec_info *out, const char *what,
+			    hutch_error **err);
 
 /* ---- a container's archive ------------------------------------------ */
 

@@ -511,7 +511,7 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 
 	for (;;) {
 		rc = hutch__api_exec_inspect(hutch_session_engine(r->s), id,
-					     &info, err);
+					     &info, "inspect exec", err);
 		if (rc < 0)
 			return rc;
 		if (!info.running) {
@@ -586,7 +586,7 @@ static int exec_state(struct run *r, hutch_error **err)
 {
 	struct hutch__exec_info info;
 	int rc = hutch__api_exec_inspect(hutch_session_engine(r->s), r->exec_id,
-					 &info, err);
+					 &info, "inspect exec", err);
 
 	if (rc < 0)
 		return rc;

@@ -17,6 +17,7 @@
 #include "agent_blob.h"
 #include "common.h"
 #include "engine_api.h"
+#include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "glob.h"
@@ -183,7 +184,6 @@ int hutch_session_last_used(hutch_engine *e, hutch_session_info *info,
 static int busy(hutch_engine *e, const char *container, hutch_error **err)
 {
 	json_object *obj = NULL, *st, *v, *ids = NULL;
-	char path[512];
 	size_t n;
 	int rc, running = 0;
 
@@ -202,7 +202,7 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 		    json_object_array_length(ids) :
 		    0;
 	for (size_t i = 0; i < n && !running; i++) {
-		json_object *ex = NULL, *r;
+		struct hutch__exec_info ex;
 		const char *id = json_object_get_string(
 			json_object_array_get_idx(ids, i));
 		hutch_error *lerr = NULL;
@@ -210,10 +210,8 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 		if (!id || strspn(id, "0123456789abcdefABCDEF") != strlen(id) ||
 		    !*id || strlen(id) > 128)
 			continue;
-		snprintf(path, sizeof(path), "/exec/%s/json", id);
-		rc = hutch__engine_call(e, "GET", path, NULL, &ex, NULL,
-					"inspect a command of the session",
-					&lerr);
+		rc = hutch__api_exec_inspect(
+			e, id, &ex, "inspect a command of the session", &lerr);
 		if (rc == HUTCH_ENOTFOUND) {
 			/* Finished and forgotten since the container's
 			 * inspection. */
@@ -224,9 +222,7 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 			json_object_put(obj);
 			return hutch__error_pass(err, lerr, rc);
 		}
-		running = json_object_object_get_ex(ex, "Running", &r) &&
-			  json_object_get_boolean(r);
-		json_object_put(ex);
+		running = ex.running;
 	}
 	json_object_put(obj);
 	return running;
