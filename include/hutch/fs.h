@@ -70,6 +70,10 @@ typedef enum {
 	HUTCH_FS_OTHER,
 } hutch_fs_type;
 
+/* The type's word, as find and ls print it and their JSON carries it:
+ * "file", "dir", "symlink" or "other" (a static string). */
+const char *hutch_fs_type_name(hutch_fs_type type);
+
 /* One line of a list result (grep, find, ls).  Every pointer is borrowed
  * from the result. */
 typedef struct {

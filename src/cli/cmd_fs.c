@@ -261,20 +261,6 @@ static int read_stdin(char **out, size_t *len)
 	return 0;
 }
 
-static const char *type_name(hutch_fs_type t)
-{
-	switch (t) {
-	case HUTCH_FS_FILE:
-		return "file";
-	case HUTCH_FS_DIR:
-		return "dir";
-	case HUTCH_FS_SYMLINK:
-		return "symlink";
-	default:
-		return "other";
-	}
-}
-
 /* Text output: what a person (or a shell pipeline) wants to see. */
 static int print_text(enum tool t, const hutch_fs_result *res)
 {
@@ -334,10 +320,11 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 				printf("%s\n", name);
 			else if (e.type == HUTCH_FS_SYMLINK)
 				printf("%-7s %10" PRIu64 "  %s -> %s\n",
-				       type_name(e.type), e.size, name, target);
+				       hutch_fs_type_name(e.type), e.size, name,
+				       target);
 			else
 				printf("%-7s %10" PRIu64 "  %s%s\n",
-				       type_name(e.type), e.size, name,
+				       hutch_fs_type_name(e.type), e.size, name,
 				       e.type == HUTCH_FS_DIR ? "/" : "");
 			for (size_t k = 0; k < 3; k++)
 				free(own[k]);

@@ -791,6 +791,20 @@ size_t hutch_fs_result_count(const hutch_fs_result *r)
 	return r ? r->count : 0;
 }
 
+const char *hutch_fs_type_name(hutch_fs_type type)
+{
+	switch (type) {
+	case HUTCH_FS_FILE:
+		return HUTCH_AGENT_TYPE_FILE;
+	case HUTCH_FS_DIR:
+		return HUTCH_AGENT_TYPE_DIR;
+	case HUTCH_FS_SYMLINK:
+		return HUTCH_AGENT_TYPE_SYMLINK;
+	default:
+		return HUTCH_AGENT_TYPE_OTHER;
+	}
+}
+
 static hutch_fs_type type_of(const char *s)
 {
 	if (!s)

@@ -613,20 +613,6 @@ out:
 
 /* --- file tools ------------------------------------------------------------ */
 
-static const char *type_word(hutch_fs_type t)
-{
-	switch (t) {
-	case HUTCH_FS_FILE:
-		return "file";
-	case HUTCH_FS_DIR:
-		return "dir";
-	case HUTCH_FS_SYMLINK:
-		return "symlink";
-	default:
-		return "other";
-	}
-}
-
 /* The shared tail of every file tool: the result as text and as the CLI's
  * --json object. */
 static json_object *fs_result(hutch_fs_result *res, char *text_s,
@@ -791,10 +777,11 @@ static char *entries_text(const hutch_fs_result *res, int tool)
 				e.type == HUTCH_FS_DIR ? "/" : "");
 		else if (e.type == HUTCH_FS_SYMLINK)
 			fprintf(t.f, "%-7s %10" PRIu64 "  %s -> %s\n",
-				type_word(e.type), e.size, name, target);
+				hutch_fs_type_name(e.type), e.size, name,
+				target);
 		else
 			fprintf(t.f, "%-7s %10" PRIu64 "  %s%s\n",
-				type_word(e.type), e.size, name,
+				hutch_fs_type_name(e.type), e.size, name,
 				e.type == HUTCH_FS_DIR ? "/" : "");
 		for (size_t k = 0; k < 3; k++)
 			free(own[k]);
