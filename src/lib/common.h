@@ -12,14 +12,6 @@
 
 #define HUTCH_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Cleanup attributes, as crun and systemd use them: the variable is
- * released when it goes out of scope, so error paths stay short. */
-static inline void hutch__freep(void *p)
-{
-	free(*(void **)p);
-}
-#define hutch_cleanup_free __attribute__((cleanup(hutch__freep)))
-
 /* Up to 24 random hex digits from getrandom(), NUL-terminated in `out`
  * (which holds outsz - 1 digits at most); -1 when the kernel refuses. */
 int hutch__random_hex(char *out, size_t outsz);
