@@ -265,6 +265,15 @@ int hutch__api_container_create(hutch_engine *e, const char *name,
 
 	if (id && idsz)
 		id[0] = '\0';
+	/* Fail closed: a session's container without these two is not a
+	 * sandbox, whatever else its spec says (session_create.c sets them,
+	 * each under its reason). */
+	if (spec->lockdown && (!spec->cap_drop_all || !spec->no_new_privileges))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"%s: refused, a session's container must drop every "
+			"capability and set no-new-privileges",
+			what);
 	rc = path_of(path, sizeof(path), err, "/containers/create?name=", name,
 		     "");
 	if (rc < 0)

@@ -138,6 +138,12 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 
 int hutch__error_pass(hutch_error **err, hutch_error *lerr, int rc)
 {
+	/* A failure the caller turned into success (a 404 on a removal)
+	 * leaves no error behind. */
+	if (rc >= 0) {
+		hutch_error_free(lerr);
+		return rc;
+	}
 	if (err)
 		*err = lerr;
 	else

@@ -32,8 +32,8 @@ int hutch__error_wrap(hutch_error **err, int code, const char *fmt, ...)
 
 int hutch__error_oom(hutch_error **err);
 
-/* Hand an error made locally up: into *err when the caller wants one,
- * freed otherwise.  Returns rc. */
+/* Hand an error made locally up: into *err when the caller wants one and
+ * rc is a failure (negative), freed otherwise.  Returns rc. */
 int hutch__error_pass(hutch_error **err, hutch_error *lerr, int rc);
 
 /*

@@ -683,3 +683,39 @@ Test(fake, missing_socket_is_unreachable)
 	cr_expect(strstr(msg(), path) != NULL, "the path is not in: %s", msg());
 	cr_expect_null(res);
 }
+
+/* ---- a container gone between the listing and its removal ----------- */
+
+static fake_action container_vanishes(struct fake_conn *c,
+				      const struct fake_request *r, void *p)
+{
+	(void)p;
+	if (strstr(r->path, "/containers/json"))
+		fake_send_json(c, 200,
+			       "[{\"Id\":\"abc123\",\"Names\":[\"/hutch-s\"],"
+			       "\"State\":\"exited\","
+			       "\"Labels\":{\"dev.hutch.session\":\"s\"}}]");
+	else if (strstr(r->path, "/volumes?"))
+		fake_send_json(c, 200, "{\"Volumes\":[]}");
+	else if (strcmp(r->method, "DELETE") == 0 &&
+		 strstr(r->path, "/containers/"))
+		fake_send_json(c, 404,
+			       "{\"message\":\"No such container: x\"}");
+	else if (strcmp(r->method, "DELETE") == 0)
+		fake_send_response(c, 204, NULL, "", 0);
+	else
+		fake_send_json(c, 200, "{}");
+	return FAKE_KEEP;
+}
+
+/* The container went between the listing and the DELETE (another `rm`, a
+ * user's `docker rm`): that is what was asked, so success, and success
+ * leaves no error behind for a caller that looks at it. */
+Test(fake, remove_of_a_vanished_container_is_clean_success)
+{
+	open_engine(container_vanishes, NULL);
+	cr_assert_eq(hutch_session_remove(engine, "s", &err), 0, "%s", msg());
+	cr_assert_null(err, "success with an error set: %s", msg());
+	cr_assert_eq(fake_engine_count(fe, "DELETE", "/v1.41/containers/*"), 1,
+		     "%s", log_text());
+}
