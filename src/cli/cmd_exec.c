@@ -53,7 +53,8 @@ const cli_command cli_cmd_exec = {
 	.name = "exec",
 	.fn = cmd_exec,
 	.synopsis = "SESSION [options] [--] ARGV...",
-	.about = "run a command in SESSION (made when missing)",
+	.about =
+		"run a command in SESSION (made when missing; stdin: /dev/null)",
 	.shortopts = "+h",
 	.opts = { exec_options },
 };
