@@ -57,7 +57,10 @@ static const char exec_in[] =
 	"started are killed. Default 120, at most 3600.\"},"
 	"\"workdir\":{\"type\":\"string\",\"minLength\":1,\"description\":"
 	"\"Directory to run in: relative to /workspace or absolute. Default "
-	"/workspace.\"}},"
+	"/workspace.\"},"
+	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+	"\"string\"},\"description\":\"Environment variables for this command "
+	"only, as NAME: value; they override the session's.\"}},"
 	"\"required\":[\"command\"],\"additionalProperties\":false}";
 
 static const char exec_out[] =
@@ -569,6 +572,50 @@ static json_object *exec_result(const hutch_exec_result *res,
 			   hutch_exec_result_status(res) != HUTCH_EXEC_OK, ctx);
 }
 
+/* The command's extra environment from "env" ({NAME: value}, strings by
+ * the schema) as "NAME=value" entries, in *env (the caller frees each and
+ * the array).  NULL with `*r` set to the tool error for a name the
+ * kernel's environment cannot carry, or left NULL when out of memory. */
+static char **exec_env(json_object *args, size_t *count, json_object **r)
+{
+	json_object *obj = NULL;
+	char **env;
+	size_t n = 0;
+
+	*count = 0;
+	if (!json_object_object_get_ex(args, "env", &obj))
+		return calloc(1, sizeof(char *));
+	env = calloc((size_t)json_object_object_length(obj) + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	json_object_object_foreach(obj, name, value)
+	{
+		const char *v = json_object_get_string(value);
+
+		/* A name with '=' would set another variable than the one
+		 * named; a NUL would cut the entry short. */
+		if (!*name || strchr(name, '=') ||
+		    strlen(v) != (size_t)json_object_get_string_len(value)) {
+			*r = errorf("exec: env name '%.100s' is empty, holds "
+				    "'=', or its value holds a NUL character",
+				    name);
+			goto fail;
+		}
+		if (asprintf(&env[n], "%s=%s", name, v) < 0) {
+			env[n] = NULL;
+			goto fail;
+		}
+		n++;
+	}
+	*count = n;
+	return env;
+fail:
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(env);
+	return NULL;
+}
+
 static json_object *run_exec(json_object *args, hutch_session *s,
 			     mcp_call_ctx *ctx)
 {
@@ -577,11 +624,14 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	hutch_error *err = NULL;
 	json_object *r = NULL, *tv;
 	const char **argv;
-	size_t argc = 0;
+	char **env = NULL;
+	size_t argc = 0, envc = 0;
 	double timeout = EXEC_DEFAULT_TIMEOUT_S;
 
 	if (!(argv = exec_argv(args, &argc, &r)))
 		return r;
+	if (!(env = exec_env(args, &envc, &r)))
+		goto out;
 	if (json_object_object_get_ex(args, "timeout", &tv))
 		timeout = json_object_get_double(tv);
 	o.workdir = arg_str(args, "workdir", NULL);
@@ -593,6 +643,8 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	 * the library resolves it. */
 	o.argv = argv;
 	o.argc = argc;
+	o.env = (const char *const *)env;
+	o.env_count = envc;
 	o.timeout_ms = (uint64_t)(timeout * 1000.0);
 	if (o.timeout_ms == 0)
 		o.timeout_ms = 1; /* 0 would mean none */
@@ -606,6 +658,9 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	else
 		r = exec_result(res, argv, argc, timeout, ctx);
 out:
+	for (size_t i = 0; i < envc; i++)
+		free(env[i]);
+	free(env);
 	free(argv);
 	hutch_exec_result_free(res);
 	return r;

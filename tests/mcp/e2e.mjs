@@ -131,6 +131,17 @@ test('exec: workdir and a timeout', async () => {
 	assert.match(text(t), /timed out/);
 });
 
+test('exec: env for one command', async () => {
+	const r = await call('exec', { command: 'printf %s "$GREETING"', env: { GREETING: 'hi there', CI: '1' } });
+	assert.equal(r.structuredContent.stdout, 'hi there');
+	// Not the session's: the next command does not have it.
+	const n = await call('exec', { command: 'printf %s "${GREETING-unset}"' });
+	assert.equal(n.structuredContent.stdout, 'unset');
+	const bad = await client.callTool({ name: 'exec', arguments: { command: 'true', env: { 'A=B': 'x' } } });
+	assert.equal(bad.isError, true);
+	assert.match(text(bad), /env name 'A=B'/);
+});
+
 test('file tools: write, read, edit, grep, find, list_dir', async () => {
 	let r = await call('write_file', { path: 'src/hello.py', content: 'def greet():\n    return "hello"\n' });
 	assert.equal(r.structuredContent.created, true);

@@ -938,6 +938,8 @@ Test(wire, tool_schemas_accept_good_arguments)
 		{ "exec", "{\"command\":\"ls -l | wc -l\"}" },
 		{ "exec",
 		  "{\"command\":[\"ls\",\"-l\"],\"timeout\":0.5,\"workdir\":\"src\"}" },
+		{ "exec",
+		  "{\"command\":\"env\",\"env\":{\"CI\":\"1\",\"A_B\":\"x y\"}}" },
 		{ "read_file",
 		  "{\"path\":\"a.c\",\"offset\":10,\"limit\":20}" },
 		{ "write_file", "{\"path\":\"a.c\",\"content\":\"\"}" },
@@ -963,6 +965,24 @@ Test(wire, tool_schemas_accept_good_arguments)
 			     0, "%s %s: %s", good[i].tool, good[i].args, msg);
 		json_object_put(v);
 	}
+}
+
+/* The exec tool's env holds strings only. */
+Test(wire, exec_env_values_are_strings)
+{
+	const mcp_tool *t;
+	json_object *v =
+		json_tokener_parse("{\"command\":\"env\",\"env\":{\"CI\":1}}");
+	char msg[300];
+
+	cr_assert_eq(mcp_tools_init(), 0);
+	t = mcp_tool_find("exec");
+	cr_assert_not_null(t);
+	cr_expect_eq(mcp_schema_check(mcp_tool_input_schema(t), v, "", msg,
+				      sizeof(msg)),
+		     -1);
+	cr_expect_str_eq(msg, "'env.CI' must be a string");
+	json_object_put(v);
 }
 
 /* ---- running calls, against the fake engine --------------------------------------- */
