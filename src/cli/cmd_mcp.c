@@ -57,8 +57,10 @@ static int cmd_mcp(cli_globals *g, int argc, char **argv);
 
 static const cli_option mcp_options[] = {
 	{ "session", "NAME", 's',
-	  "serve session NAME (default: a new mcp-XXXXXXXX)" },
-	{ "rm", NULL, 'r', "remove the session when the client disconnects" },
+	  "serve session NAME, kept when the client disconnects (default: a "
+	  "new mcp-XXXXXXXX, removed then)" },
+	{ "rm", NULL, 'r',
+	  "remove the --session too when the client disconnects" },
 	{ "image", "IMG", 'i', "the image of a new session" },
 	{ "workspace", "DIR", 'w', "bind-mount host DIR as /workspace" },
 	{ "env", "K=V", 'e', "set K in the session (K alone: hutch's own $K)" },
@@ -215,11 +217,15 @@ static int cmd_mcp(cli_globals *g, int argc, char **argv)
 	cfg.session = a.session;
 	cfg.session_given = a.session != a.name;
 	cfg.sopts = a.so;
-	cfg.remove_on_exit = a.rm;
+	/* A session of its own goes with the server: clients start one
+	 * server per conversation (or per call), and each would leave one
+	 * behind.  A named one is the user's: kept unless --rm. */
+	cfg.remove_on_exit = a.rm || !cfg.session_given;
 	cfg.wake_fd = stop_pipe[0];
 	fprintf(stderr, "hutch mcp: serving session '%s' on stdio%s\n",
 		a.session,
-		a.rm ? " (removed when the client disconnects)" : "");
+		cfg.remove_on_exit ? " (removed when the client disconnects)" :
+				     "");
 	rc = mcp_serve(&cfg, STDIN_FILENO, STDOUT_FILENO) < 0 ?
 		     EXIT_HUTCH_FAILED :
 		     0;

@@ -67,6 +67,28 @@ const TOOLS = {
 	list_dir: [],
 };
 
+test('a server without --session removes its own session at the end', async () => {
+	const t = new StdioClientTransport({
+		command: bin,
+		args: ['--engine', engine, 'mcp'],
+		env: { ...process.env },
+		stderr: 'pipe',
+	});
+	let log = '';
+	t.stderr?.on('data', (d) => (log += d));
+	const c = new Client({ name: 'hutch-e2e-own', version: '1.0.0' });
+	await c.connect(t);
+	const r = await c.callTool({ name: 'exec', arguments: { command: 'true' } });
+	assert.ok(!r.isError, r.content?.[0]?.text);
+	const own = r.structuredContent.session;
+	assert.match(own, /^mcp-[0-9a-f]{8}$/);
+	assert.ok(sessions().includes(own), `${own} was made`);
+	await c.close();
+	// close() ends the server's stdin; it removes the session, then exits.
+	for (let i = 0; i < 100 && sessions().includes(own); i++) await sleep(100);
+	assert.ok(!sessions().includes(own), `${own} is left behind; server said: ${log}`);
+});
+
 test('initialize is answered without touching the engine', async () => {
 	const t0 = Date.now();
 	await client.connect(transport);
