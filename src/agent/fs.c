@@ -1100,7 +1100,7 @@ static int edit_refused(struct fs *fs, const char *path, int em_rc,
 	case EM_AMBIGUOUS:
 		fail_begin(fs, HUTCH_AGENT_ERR_AMBIGUOUS,
 			   "the old text occurs %zu times in '%s' (%s match); "
-			   "add context or use --all",
+			   "add context so that it occurs once",
 			   em->count, path, em_match_name(em->match));
 		edit_lines(&fs->out, em);
 		jsonw_int(&fs->out, "count", (long long)em->count);

@@ -216,6 +216,10 @@ static int fail(hutch_error *err, int json)
 		cli_error("%s", hutch_error_message(err));
 		if (detail)
 			fprintf(stderr, "%s\n", detail);
+		/* The library's message names no option: each caller says
+		 * how its own user asks for every occurrence. */
+		if (code == HUTCH_EAMBIGUOUS)
+			cli_error("or pass --all to replace every occurrence");
 	}
 	hutch_error_free(err);
 	return refused(code) ? EXIT_REFUSED : EXIT_HUTCH_FAILED;

@@ -342,9 +342,43 @@ static int arg_bool(json_object *args, const char *key)
 
 /* The library's message (it names the tool and quotes the path), then
  * what to do about it. */
+/*
+ * The library's messages start with the CLI's name of the file tool
+ * ("edit: ..."); a model calls edit_file, and reads its own tool's name
+ * best.  The rest of the message names no option.
+ */
+static const char *mcp_words(const char *msg, char *buf, size_t bufsz)
+{
+	static const struct {
+		const char *cli, *mcp;
+	} names[] = {
+		{ "read: ", "read_file: " },
+		{ "write: ", "write_file: " },
+		{ "edit: ", "edit_file: " },
+		{ "ls: ", "list_dir: " },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i].cli), m = strlen(names[i].mcp), rest;
+
+		if (strncmp(msg, names[i].cli, n) != 0)
+			continue;
+		rest = strlen(msg + n);
+		/* Never cut: a message that does not fit stays as it is. */
+		if (m + rest >= bufsz)
+			return msg;
+		memcpy(buf, names[i].mcp, m);
+		memcpy(buf + m, msg + n, rest + 1);
+		return buf;
+	}
+	return msg;
+}
+
 static json_object *tool_error(hutch_error *err, const char *path)
 {
-	const char *msg = hutch_error_message(err),
+	char words[2048];
+	const char *msg = mcp_words(hutch_error_message(err), words,
+				    sizeof(words)),
 		   *detail = hutch_error_detail(err);
 	const char *file = path ? path : "the file";
 	json_object *r;

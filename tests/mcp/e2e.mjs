@@ -153,6 +153,17 @@ test('exec: workdir and a timeout', async () => {
 	assert.match(text(t), /timed out/);
 });
 
+test('errors name the MCP tool and its parameters', async () => {
+	await call('write_file', { path: 'twice.txt', content: 'x\nx\n' });
+	const r = await client.callTool({ name: 'edit_file', arguments: { path: 'twice.txt', old_text: 'x', new_text: 'y' } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^edit_file: the old text occurs 2 times/);
+	assert.match(text(r), /replace_all/);
+	assert.doesNotMatch(text(r), /--all/);
+	const n = await client.callTool({ name: 'read_file', arguments: { path: 'no-such-file' } });
+	assert.match(text(n), /^read_file: 'no-such-file'/);
+});
+
 test('exec: env for one command', async () => {
 	const r = await call('exec', { command: 'printf %s "$GREETING"', env: { GREETING: 'hi there', CI: '1' } });
 	assert.equal(r.structuredContent.stdout, 'hi there');
