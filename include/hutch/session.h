@@ -126,6 +126,24 @@ int hutch_session_set_secrets(hutch_session *session,
 			      const char *const *secrets, size_t count,
 			      hutch_error **err);
 
+/*
+ * Whether calls on this handle may make the session when it does not exist
+ * (1, the default: `exec` and the first tool call create it lazily).  With
+ * 0 they fail with HUTCH_ENOTFOUND, "no session 'NAME'" naming the
+ * sessions there are, and make nothing; a session that exists still gets
+ * its container back when it was removed.  For callers where a mistyped
+ * name must not become a new, empty session (hutch's file tools,
+ * sync-out, exec --no-create).
+ */
+void hutch_session_set_create(hutch_session *session, int allow);
+
+/*
+ * 1 when the last call on this handle that brought the session up made
+ * it: it did not exist before (its first container and volumes), as
+ * opposed to finding it or bringing back a removed container.
+ */
+int hutch_session_was_created(const hutch_session *session);
+
 /* Borrowed. */
 const char *hutch_session_name(const hutch_session *session);
 hutch_engine *hutch_session_engine(const hutch_session *session);

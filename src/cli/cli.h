@@ -112,6 +112,10 @@ void cli_strv_free(cli_strv *l);
  * entry (possibly newly allocated into *owned) or NULL with an error said. */
 const char *cli_env_entry(const char *arg, char **owned);
 
+/* 1 when environment variable NAME is set to something other than "" or
+ * "0" (HUTCH_NO_CREATE=1). */
+int cli_env_flag(const char *name);
+
 /* Add an --env argument to `env`; entries allocated for it are kept in
  * `owned`.  Both are released by cli_env_free.  -1 with an error said. */
 int cli_env_add(cli_strv *env, cli_strv *owned, const char *arg);

@@ -43,6 +43,9 @@ static const cli_option exec_options[] = {
 	{ "json", NULL, 'j', "print one JSON result instead of the output" },
 	{ "max-output", "BYTES", 'm',
 	  "with --json, keep at most BYTES a stream" },
+	{ "no-create", NULL, 'n',
+	  "fail when SESSION does not exist instead of making it (also "
+	  "HUTCH_NO_CREATE=1)" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -76,6 +79,7 @@ struct exec_args {
 	cli_strv env, owned_env, secrets;
 	const char *name, *sh_argv[3];
 	int json;
+	int no_create;
 };
 
 static void exec_args_free(struct exec_args *a)
@@ -103,6 +107,9 @@ static int exec_option(struct exec_args *a, int c)
 		return 0;
 	case 'm':
 		return cli_opt_max_output(optarg, &a->o.max_output);
+	case 'n':
+		a->no_create = 1;
+		return 0;
 	case 'h':
 		cli_help(a->cmd, stdout);
 		return 1;
@@ -256,10 +263,15 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 		rc = cli_fail(err);
 		goto out;
 	}
-	if ((rc = cli_session_engine(g, a.name, HUTCH_FLEET_CREATE, &engine)) !=
-	    0)
+	if (cli_env_flag("HUTCH_NO_CREATE"))
+		a.no_create = 1;
+	if ((rc = cli_session_engine(g, a.name,
+				     a.no_create ? 0 : HUTCH_FLEET_CREATE,
+				     &engine)) != 0)
 		goto out;
-	if (hutch_session_open(&session, engine, a.name, NULL, &err) < 0 ||
+	if (hutch_session_open(&session, engine, a.name, NULL, &err) == 0)
+		hutch_session_set_create(session, !a.no_create);
+	if (!session ||
 	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
 						      a.secrets.n, &err) < 0) ||
 	    hutch_exec_run(&res, session, &a.o, &err) < 0) {
@@ -273,6 +285,11 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 		}
 		goto out;
 	}
+	/* A mistyped name made a new, empty session: a person sees so. */
+	if (hutch_session_was_created(session) && isatty(STDERR_FILENO))
+		cli_error("made a new session '%s' (it did not exist; "
+			  "--no-create refuses instead)",
+			  a.name);
 	if (a.json && print_json_result(res, &a) < 0) {
 		rc = EXIT_HUTCH_FAILED;
 		goto out;

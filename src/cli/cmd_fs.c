@@ -532,10 +532,13 @@ static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
 		goto out;
 	}
-	if ((rc = cli_session_engine(g, a.args[0], HUTCH_FLEET_CREATE,
-				     &engine)) != 0)
+	/* A file tool never makes a session: a mistyped name is an
+	 * error, not a new, empty workspace. */
+	if ((rc = cli_session_engine(g, a.args[0], 0, &engine)) != 0)
 		goto out;
-	if (hutch_session_open(&session, engine, a.args[0], NULL, &err) < 0 ||
+	if (hutch_session_open(&session, engine, a.args[0], NULL, &err) == 0)
+		hutch_session_set_create(session, 0);
+	if (!session ||
 	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
 						      a.secrets.n, &err) < 0) ||
 	    cli_cancel_begin(&a.o.cancel, 0, &err) < 0 ||

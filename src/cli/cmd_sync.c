@@ -228,14 +228,17 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 		rc = cli_fail(err);
 		goto out;
 	}
-	if ((rc = cli_session_engine(g, name, HUTCH_FLEET_CREATE, &engine)) !=
-	    0)
+	/* sync-in may start a session (it seeds one); sync-out of a
+	 * session that does not exist is a mistyped name. */
+	if ((rc = cli_session_engine(g, name, in ? HUTCH_FLEET_CREATE : 0,
+				     &engine)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
 	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
 	}
+	hutch_session_set_create(s, in);
 	r = in ? hutch_sync_in(&st, s, hostdir, &so, &err) :
 		 hutch_sync_out(&st, s, hostdir, path, &so, &err);
 	cli_sync_progress_end(&ps);

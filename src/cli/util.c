@@ -444,3 +444,10 @@ void cli_secrets_free(cli_strv *secrets)
 	}
 	cli_strv_free(secrets);
 }
+
+int cli_env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}

@@ -432,6 +432,16 @@ hutch_engine *hutch_session_engine(const hutch_session *s)
 	return s->engine;
 }
 
+void hutch_session_set_create(hutch_session *s, int allow)
+{
+	s->no_create = !allow;
+}
+
+int hutch_session_was_created(const hutch_session *s)
+{
+	return s->new_record;
+}
+
 const char *hutch__session_container(const hutch_session *s)
 {
 	return s->container;

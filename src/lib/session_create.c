@@ -176,6 +176,45 @@ static void volume_owner_read(hutch_session *s, json_object *vol)
 		s->ensure.vol_uid = s->ensure.vol_gid = -1;
 }
 
+/* Sessions named in "no such session" errors: enough to spot a typo. */
+#define NO_SESSION_NAMES 8
+
+/* "no such session", with the sessions the engine has (their names when
+ * there are few); the caller's context names the session.
+ * HUTCH_ENOTFOUND. */
+static int no_session(hutch_session *s, hutch_error **err)
+{
+	hutch_session_info *all = NULL;
+	size_t n = 0, len = 0;
+	char names[NO_SESSION_NAMES * 66] = "";
+
+	if (hutch_session_list(&all, &n, s->engine, NULL) < 0)
+		return hutch__error_set(err, HUTCH_ENOTFOUND,
+					"no such session");
+	/* The names come from the engine: never trusted to fit. */
+	for (size_t i = 0; i < n && n <= NO_SESSION_NAMES; i++) {
+		int w = snprintf(names + len, sizeof(names) - len, "%s%.63s",
+				 i ? ", " : "", all[i].name);
+
+		if (w < 0 || (size_t)w >= sizeof(names) - len)
+			break;
+		len += (size_t)w;
+	}
+	hutch_session_info_array_free(all, n);
+	if (n == 0)
+		return hutch__error_set(err, HUTCH_ENOTFOUND,
+					"no such session (there are none; "
+					"hutch up %s makes it)",
+					s->name);
+	if (n > NO_SESSION_NAMES)
+		return hutch__error_set(err, HUTCH_ENOTFOUND,
+					"no such session (there are %zu: "
+					"hutch sessions lists them)",
+					n);
+	return hutch__error_set(err, HUTCH_ENOTFOUND,
+				"no such session (there are: %s)", names);
+}
+
 static int image_missing(hutch_session *s, hutch_error **err)
 {
 	return hutch__error_set(
@@ -253,6 +292,11 @@ int hutch__session_ensure_volume(hutch_session *s, hutch_error **err)
 		if (rc != HUTCH_ENOTFOUND)
 			return hutch__error_pass(err, lerr, rc);
 		hutch_error_free(lerr);
+
+		/* No workspace volume: the session does not exist.  A caller
+		 * that may not create one says which do instead. */
+		if (s->no_create)
+			return no_session(s, err);
 
 		/* Nothing is made for an image the engine does not have:
 		 * a record naming it would fail whoever adopts it. */

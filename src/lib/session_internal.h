@@ -113,6 +113,8 @@ struct hutch_session {
 	int read_only;
 	unsigned int set; /* HUTCH__SET_* */
 	int recreate;	  /* replace a container whose record differs */
+	int no_create;	  /* a session that does not exist is an error,
+			     not made (hutch_session_set_create) */
 	int user_chosen;  /* the user was found in the image
 			     (wants_sandbox_user): keep it over the record */
 	struct hutch__session_secrets *secrets; /* NULL: none (secrets.c) */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <json-c/json.h>
@@ -177,8 +178,13 @@ IT_TEST(fs, write_read_round_trip)
 {
 	const char *s = it_session();
 	json_object *doc;
+	it_result r;
 	char *out;
 
+	/* File tools never make a session (fs::no_such_session). */
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "up");
+	it_result_free(&r);
 	doc = run_json(0, "write", s, "dir/sub/a.txt", "--content",
 		       "h\xc3\xa9llo\nw\xc3\xb6rld\n", NULL);
 	cr_assert_str_eq(jstr(doc, "path"), "dir/sub/a.txt");
@@ -213,7 +219,8 @@ IT_TEST(fs, write_read_round_trip)
 	/* stdin when there is no --content; text output */
 	{
 		const char *args[] = { "write", s, "from-stdin.txt", NULL };
-		it_result r = it_hutch_v(NULL, args); /* stdin is /dev/null */
+
+		r = it_hutch_v(NULL, args); /* stdin is /dev/null */
 
 		IT_ASSERT_EXIT(r, 0, "write from stdin");
 		cr_assert(strstr(r.out,
@@ -534,5 +541,69 @@ IT_TEST(fs, tools_on_an_empty_image)
 	/* and the image really has no shell */
 	r = it_hutch("exec", s, "--", "sh", "-c", "true", NULL);
 	cr_assert_eq(r.status, 127, "sh ran in the empty image: %d", r.status);
+	it_result_free(&r);
+}
+
+/*
+ * A mistyped name must not quietly become a new, empty session: the file
+ * tools and sync-out refuse a session that does not exist, and make
+ * nothing; exec does with --no-create or HUTCH_NO_CREATE=1, and without
+ * them still makes it lazily.
+ */
+IT_TEST(fs, no_such_session)
+{
+	const char *s = it_session();
+	static const char *const tools[][4] = {
+		{ "read", "f.txt", NULL },
+		{ "write", "f.txt", "--content" },
+		{ "ls", NULL },
+		{ "find", "*", NULL },
+	};
+	char dir[] = "/tmp/hutch-it-nosession-XXXXXX";
+	it_result r;
+
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		const char *args[8] = { tools[i][0], s };
+		size_t n = 2;
+
+		for (size_t k = 1; k < 4 && tools[i][k]; k++)
+			args[n++] = tools[i][k];
+		if (tools[i][2])
+			args[n++] = "x";
+		args[n] = NULL;
+		r = it_hutch_v(NULL, args);
+		IT_ASSERT_EXIT(r, 2, tools[i][0]);
+		cr_assert(strstr(r.err, "no such session"), "%s: %s",
+			  tools[i][0], r.err);
+		it_result_free(&r);
+	}
+	cr_assert_not_null(mkdtemp(dir));
+	r = it_hutch("sync-out", s, dir, NULL);
+	IT_ASSERT_EXIT(r, 125, "sync-out");
+	cr_assert(strstr(r.err, "no such session"), "%s", r.err);
+	it_result_free(&r);
+	rmdir(dir);
+
+	r = it_hutch("exec", "--no-create", s, "--", "true", NULL);
+	IT_ASSERT_EXIT(r, 125, "exec --no-create");
+	cr_assert(strstr(r.err, "no such session"), "%s", r.err);
+	it_result_free(&r);
+	/* Each test runs in a process of its own: the variable goes with
+	 * it. */
+	cr_assert_eq(setenv("HUTCH_NO_CREATE", "1", 1), 0);
+	r = it_hutch("exec", s, "--", "true", NULL);
+	IT_ASSERT_EXIT(r, 125, "HUTCH_NO_CREATE=1 exec");
+	it_result_free(&r);
+	cr_assert_eq(unsetenv("HUTCH_NO_CREATE"), 0);
+	cr_assert_eq(it_count_containers(s) + it_count_volumes(s), 0,
+		     "a refused call made something");
+
+	/* Without them, exec still makes it. */
+	r = it_hutch("exec", s, "--", "true", NULL);
+	IT_ASSERT_EXIT(r, 0, "exec");
+	it_result_free(&r);
+	r = it_hutch("read", s, "f.txt", NULL);
+	IT_ASSERT_EXIT(r, 2, "read of a missing file");
+	cr_assert(strstr(r.err, "no such file"), "%s", r.err);
 	it_result_free(&r);
 }

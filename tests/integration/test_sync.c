@@ -521,6 +521,10 @@ IT_TEST(sync, errors)
 	it_result r;
 
 	tmpdir(dir, sizeof(dir), "err");
+	/* sync-out never makes a session (fs::no_such_session). */
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "up");
+	it_result_free(&r);
 	snprintf(p, sizeof(p), "%s/missing", dir);
 	r = it_hutch("sync-in", s, p, NULL);
 	IT_ASSERT_EXIT(r, 125, "sync-in of a missing directory");
