@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -89,8 +88,6 @@ struct mcp_args {
 /* One option of mcp: 0, 1 after --help, -1 with the error said. */
 static int mcp_option(struct mcp_args *a, int c, const char *arg)
 {
-	struct stat st;
-
 	switch (c) {
 	case 's':
 		a->session = arg;
@@ -103,14 +100,25 @@ static int mcp_option(struct mcp_args *a, int c, const char *arg)
 		return 0;
 	case 'w':
 		/* An MCP client starts us in a directory of its own choosing:
-		 * resolve now and say so if it is wrong, rather than fail the
-		 * model's first call. */
-		errno = 0;
-		if (!realpath(arg, a->workspace) ||
-		    stat(a->workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			cli_error("mcp: workspace '%s': %s", arg,
-				  errno ? strerror(errno) : "not a directory");
-			return -1;
+		 * a relative DIR is made absolute against it now, without
+		 * resolving symlinks (the library refuses a path through one,
+		 * as for hutch up), and checked below (check_options) rather
+		 * than at the model's first call. */
+		if (arg[0] == '/') {
+			snprintf(a->workspace, sizeof(a->workspace), "%s", arg);
+		} else {
+			char cwd[PATH_MAX];
+
+			errno = 0;
+			if (!getcwd(cwd, sizeof(cwd)) ||
+			    snprintf(a->workspace, sizeof(a->workspace),
+				     "%s/%s", cwd,
+				     arg) >= (int)sizeof(a->workspace)) {
+				cli_error("mcp: workspace '%s': %s", arg,
+					  strerror(errno ? errno :
+							   ENAMETOOLONG));
+				return -1;
+			}
 		}
 		a->so.workspace = a->workspace;
 		return 0;
@@ -130,16 +138,15 @@ static int mcp_option(struct mcp_args *a, int c, const char *arg)
 	}
 }
 
-/* Refuse bad secrets now, not in every tool call: 0 or -1 (said). */
-static int check_secrets(const struct mcp_args *a)
+/* Refuse a bad workspace or bad secrets now, not in every tool call: the
+ * library checks them as each call will.  0 or -1 (said). */
+static int check_options(const struct mcp_args *a)
 {
 	hutch_session *probe = NULL;
 	hutch_error *err = NULL;
 	int rc = 0;
 
-	if (hutch_session_open(&probe, NULL, a->session, NULL, &err) < 0 ||
-	    hutch_session_set_secrets(probe, a->secrets.v, a->secrets.n, &err) <
-		    0) {
+	if (hutch_session_open(&probe, NULL, a->session, &a->so, &err) < 0) {
 		cli_error("mcp: %s", hutch_error_message(err));
 		hutch_error_free(err);
 		rc = -1;
@@ -184,7 +191,7 @@ static int mcp_parse(struct mcp_args *a, int argc, char **argv)
 		return -1;
 	a->so.secrets = a->secrets.v;
 	a->so.secret_count = a->secrets.n;
-	return a->secrets.n ? check_secrets(a) : 0;
+	return check_options(a);
 }
 
 static int cmd_mcp(cli_globals *g, int argc, char **argv)

@@ -6,7 +6,8 @@
  * given (nested workspaces).  A puts a symlink there, to a canary
  * directory on the host: before B is made, or while B is stopped (the
  * engine resolves a bind mount's path again at every start).  B must not
- * get the canary as its workspace: hutch follows no symlink on that path.
+ * get the canary as its workspace (from hutch up or hutch mcp): hutch
+ * follows no symlink on that path.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +49,14 @@ IT_TEST(workspace, a_symlink_on_its_path_is_never_mounted)
 	cr_assert(r.status != 0 && strstr(r.err, "symlink"),
 		  "up B on a planted symlink: exit %d: %s", r.status, r.err);
 	it_result_free(&r);
+	/* The same through hutch mcp, which an MCP client starts with a
+	 * path of its own (before, it resolved the symlink and served the
+	 * canary). */
+	r = it_hutch("mcp", "--session", b, "--workspace", p, NULL);
+	cr_assert(r.status != 0 && strstr(r.err, "symlink"),
+		  "mcp B on a planted symlink: exit %d: %s", r.status, r.err);
+	it_result_free(&r);
+	cr_assert_eq(it_count_containers(b) + it_count_volumes(b), 0);
 
 	/* C is made on a real directory, then stopped; A swaps it for a
 	 * symlink; C's next command must not start on the canary. */
