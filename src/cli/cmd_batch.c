@@ -975,6 +975,14 @@ static int cmd_batch(cli_globals *g, int argc, char **argv)
 		goto out;
 	}
 	file = argv[optind];
+	/*
+	 * By name, on purpose: the job file is the user's, read, never
+	 * written.  Were it in a directory a sandbox can write, the sandbox
+	 * could write its jobs outright; pointing it elsewhere by a symlink
+	 * gives it less than that: each line that is not a job is an
+	 * "error" result for the user, its content never echoed, and nothing
+	 * of it reaches a session.
+	 */
 	b.in = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
 	if (!b.in) {
 		cli_error("batch file '%s': %s", file, strerror(errno));
