@@ -46,7 +46,24 @@ void hutch_cancel_raise(hutch_cancel *cancel);
 int hutch_cancel_raised(const hutch_cancel *cancel);
 void hutch_cancel_free(hutch_cancel *cancel);
 
-#define HUTCH_EXEC_OPTIONS_VERSION 1
+/*
+ * Standard input from a callback (hutch_exec_options.on_input): put up to
+ * `len` bytes into `buf` and return how many (> 0), 0 at the end of the
+ * input, or -1 to cancel the command.  It is called from a thread of
+ * hutch's own, so it may block (a read from a terminal, a socket);
+ * output keeps flowing meanwhile.
+ */
+typedef long (*hutch_input_cb)(char *buf, size_t len, void *payload);
+
+/*
+ * A terminal's size (hutch_exec_options.tty_size): fill *rows and *cols
+ * and return 0, or -1 when unknown.  Called when the command starts and
+ * then while it runs, from the calling thread; a change is sent on.
+ */
+typedef int (*hutch_tty_size_cb)(unsigned short *rows, unsigned short *cols,
+				 void *payload);
+
+#define HUTCH_EXEC_OPTIONS_VERSION 2
 #define HUTCH_EXEC_DEFAULT_TIMEOUT_MS 120000
 #define HUTCH_EXEC_DEFAULT_MAX_OUTPUT (1024 * 1024)
 
@@ -64,12 +81,33 @@ typedef struct {
 	hutch_output_cb on_output; /* may be NULL */
 	void *payload;
 	hutch_cancel *cancel; /* may be NULL; borrowed */
+	/* Version 2.  Standard input: at most one of `input`, `input_fd`
+	 * and `on_input`; with none of them the command's stdin is
+	 * /dev/null.  Input the command does not read before it ends is
+	 * dropped without an error, and a command that never reads it does
+	 * not hold hutch up. */
+	const char *input; /* these bytes, then end of input; may hold NULs */
+	size_t input_len;
+	int input_fd; /* read until end of file (a pipe, socket, file or
+			 terminal); -1: none.  Borrowed, not closed. */
+	hutch_input_cb on_input; /* see hutch_input_cb */
+	void *input_payload;
+	/* 1: the command gets a terminal for stdin, stdout and stderr; its
+	 * output arrives as one stream, HUTCH_STREAM_STDOUT, raw. */
+	int tty;
+	hutch_tty_size_cb tty_size; /* may be NULL: 24x80 */
+	void *tty_payload;
+	/* "USER[:GROUP]", names or numbers: this command runs as that user
+	 * instead of the session's (the session's limits and capabilities
+	 * still hold).  NULL: the session's user. */
+	const char *user;
 } hutch_exec_options;
 
-#define HUTCH_EXEC_OPTIONS_INIT                                               \
-	{                                                                     \
-		HUTCH_EXEC_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0,           \
-			HUTCH_EXEC_DEFAULT_TIMEOUT_MS, 0, 0, NULL, NULL, NULL \
+#define HUTCH_EXEC_OPTIONS_INIT                                                \
+	{                                                                      \
+		HUTCH_EXEC_OPTIONS_VERSION, NULL, 0, NULL, NULL, 0,            \
+			HUTCH_EXEC_DEFAULT_TIMEOUT_MS, 0, 0, NULL, NULL, NULL, \
+			NULL, 0, -1, NULL, NULL, 0, NULL, NULL, NULL           \
 	}
 
 typedef enum {
