@@ -12,9 +12,10 @@
  * HUTCH_LAST_USED_PATH) and the rest of the protocol. */
 #include "agent_protocol.h"
 
-/* The owner of HUTCH_AGENT_DIR and the agent when the session's user is
- * root ("nobody"); root's otherwise.  Never the session's user. */
-#define HUTCH_AGENT_OWNER_IF_ROOT 65534u
+/* The owner of HUTCH_AGENT_DIR and the agent: HUTCH_AGENT_OWNER_UID for
+ * every session, a uid that neither the session nor any of its commands
+ * runs as (hutch_exec_options.user may name root, so root may not own
+ * it either). */
 unsigned int hutch__agent_owner(unsigned int session_uid);
 
 /* A tar archive to PUT at "/": the directory HUTCH_AGENT_DIR and the agent
