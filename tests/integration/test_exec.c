@@ -1166,6 +1166,24 @@ IT_TEST(exec, user_per_command)
 	o.user = "-u";
 	lib_refused(&l, &o, HUTCH_EINVALID, "invalid user");
 	lib_close(&l);
+
+	/* The first command of a new session: the user is looked up once
+	 * its container is there (a uid alone gets its passwd group). */
+	lib_open(&l);
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.capture = 1;
+	o.user = "1000";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "1000\n1000\n");
+	cr_assert(!hutch_exec_result_retried(r), "lazy creation as a retry");
+	hutch_exec_result_free(r);
+	lib_close(&l);
+	lib_open(&l);
+	o.user = "root";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "0\n0\n");
+	hutch_exec_result_free(r);
+	lib_close(&l);
 }
 
 /* The user is looked up by hutch in the container's /etc/passwd, which the
