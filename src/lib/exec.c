@@ -24,6 +24,7 @@
 #include <hutch/exec.h>
 
 #include "agent_blob.h"
+#include "agent_install.h"
 #include "capture.h"
 #include "common.h"
 #include "demux.h"
@@ -188,6 +189,7 @@ struct run {
 	int rc;		   /* of creating the exec and reading its stream */
 	hutch_error *lerr; /* its error */
 	int cut_by_us;	   /* we stopped reading: the command had ended */
+	int agent_gone;	   /* the runtime did not find the agent */
 };
 
 static int deliver(const char *data, size_t len, void *p)
@@ -264,7 +266,7 @@ static int saw_oom(const struct run *r)
  */
 static int exec_too_long(const struct run *r, int code)
 {
-	static const char runtime[] = "exec " HUTCH_AGENT_PATH
+	static const char runtime[] = "exec " HUTCH_AGENT_RUN_PATH
 				      ": argument list too long\n";
 	static const char agent[] = "': Argument list too long\n";
 	size_t n = r->errtail_len;
@@ -300,6 +302,9 @@ static int on_frame(int stream, const char *data, size_t len, void *p)
 	/* Docker's "system error" stream carries the engine's own complaint
 	 * (for instance a failed exec); it is shown where errors go. */
 	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
+	/* The runtime's refusal names the agent's path (agent_install.c). */
+	if (r->seen == 0 && hutch__agent_missing_text(data, len))
+		r->agent_gone = 1;
 	r->seen += len;
 	if (i)
 		keep_tail(r, data, len);
@@ -417,17 +422,21 @@ struct agent_command {
 	const char **env;
 	size_t env_count;
 	char deadline[32];
+	char *workdir;
 };
 
 static void agent_command_free(struct agent_command *c)
 {
 	free(c->argv);
 	free(c->env);
+	free(c->workdir);
 }
 
-/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers] -- ARGV,
- * with the session's secrets and the command's own environment.  -1 when
- * out of memory. */
+/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers]
+ * --workdir DIR -- ARGV, with the session's secrets and the command's own
+ * environment.  The agent enters DIR itself, so that a missing one is its
+ * clean error (exit HUTCH_AGENT_EXIT_NOWORKDIR, see judge_ending) rather
+ * than the runtime's.  -1 when out of memory. */
 static int agent_command(struct agent_command *c, const struct run *r)
 {
 	const hutch_exec_options *o = r->o;
@@ -436,9 +445,10 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	size_t nsec = sec ? sec->count : 0;
 
 	memset(c, 0, sizeof(*c));
-	c->argv = calloc(o->argc + 8, sizeof(*c->argv));
+	c->argv = calloc(o->argc + 10, sizeof(*c->argv));
 	c->env = calloc(nsec + o->env_count + 1, sizeof(*c->env));
-	if (!c->argv || !c->env) {
+	c->workdir = hutch__workdir_resolve(o->workdir);
+	if (!c->argv || !c->env || !c->workdir) {
 		agent_command_free(c);
 		return -1;
 	}
@@ -446,7 +456,7 @@ static int agent_command(struct agent_command *c, const struct run *r)
 		 o->timeout_ms ?
 			 (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS :
 			 0ULL);
-	c->argv[c->argc++] = HUTCH_AGENT_PATH;
+	c->argv[c->argc++] = HUTCH_AGENT_RUN_PATH;
 	c->argv[c->argc++] = HUTCH_AGENT_CMD_RUN;
 	c->argv[c->argc++] = HUTCH_AGENT_OPT_TAG;
 	c->argv[c->argc++] = r->tag;
@@ -456,6 +466,8 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	 * leftovers would keep the values in their environment (README). */
 	if (nsec)
 		c->argv[c->argc++] = HUTCH_AGENT_OPT_KILL_LEFTOVERS;
+	c->argv[c->argc++] = HUTCH_AGENT_OPT_WORKDIR;
+	c->argv[c->argc++] = c->workdir;
 	c->argv[c->argc++] = "--";
 	for (size_t i = 0; i < o->argc; i++)
 		c->argv[c->argc++] = o->argv[i];
@@ -539,7 +551,8 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
  * already gone), or a negative code. */
 static int kill_tree(struct run *r, hutch_error **err)
 {
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_KILL, r->tag };
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_KILL,
+			       r->tag };
 	/* As the session's user, the exec default, not as root: with every
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
@@ -777,6 +790,7 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 	hutch_error_free(r->lerr);
 	r->lerr = NULL;
 	r->streamed = 0;
+	r->agent_gone = 0;
 	r->rc = exec_create(r, spec, r->exec_id, sizeof(r->exec_id),
 			    "create exec", &r->lerr);
 	if (r->rc < 0)
@@ -793,6 +807,18 @@ static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 			       const struct hutch__exec_spec *spec)
 {
 	run_once(r, spec);
+	/* A session made by another hutch: nothing ran, as this build's
+	 * agent is not there; install it and run once more (agent_install.c
+	 * checks that the file is really missing first). */
+	if (r->rc == 0 && r->agent_gone) {
+		int got = hutch__agent_install_if_missing(r->s, &r->lerr);
+
+		if (got < 0)
+			r->rc = got;
+		else if (got == 1)
+			run_once(r, spec);
+		return;
+	}
 	/* The container was gone or stopped before the command began:
 	 * nothing ran, so bringing the container back and trying once more
 	 * cannot run the command twice. */
@@ -946,6 +972,21 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 	}
 	if (got < 0 || cut)
 		return broken_stream(r, got, cut, ierr, err);
+	if (got == 1 && code == HUTCH_AGENT_EXIT_NOWORKDIR &&
+	    memmem(r->errtail, r->errtail_len, HUTCH_AGENT_NO_WORKDIR,
+		   sizeof(HUTCH_AGENT_NO_WORKDIR) - 1)) {
+		/* The agent's line, and its exit: the command never ran.  A
+		 * command printing it and exiting 122 only mislabels its own
+		 * result. */
+		char *dir = hutch__workdir_resolve(r->o->workdir);
+		int rc = hutch__error_set(
+			err, HUTCH_EINVALID,
+			"working directory '%s' does not exist in the session",
+			dir ? dir : r->o->workdir);
+
+		free(dir);
+		return rc;
+	}
 	if (got == 1 && exec_too_long(r, code))
 		return hutch__error_set(
 			err, HUTCH_ETOOBIG,
@@ -986,7 +1027,8 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 		.argc = cmd.argc,
 		.env = cmd.env,
 		.env_count = cmd.env_count,
-		.workdir = workdir,
+		/* Always there; the agent enters the real one (--workdir). */
+		.workdir = "/",
 	};
 	run_with_one_retry(r, res, &spec);
 	agent_command_free(&cmd);
