@@ -1,2 +1,2 @@
 /* Generated from src/agent/hutch-agent: do not edit. */
-#define HUTCH_AGENT_BUILD "e86c7d8ed4b320f8"
+#define HUTCH_AGENT_BUILD "5b9a872bc84e8715"

@@ -189,7 +189,12 @@ struct run {
 	int rc;		   /* of creating the exec and reading its stream */
 	hutch_error *lerr; /* its error */
 	int cut_by_us;	   /* we stopped reading: the command had ended */
-	int agent_gone;	   /* the runtime did not find the agent */
+	/* The runtime did not find the agent (agent_install.c): its
+	 * complaint, and whatever follows it, held back until we know
+	 * whether the command runs again (then they are dropped). */
+	int agent_gone;
+	char held[2048];
+	size_t held_len;
 };
 
 static int deliver(const char *data, size_t len, void *p)
@@ -294,6 +299,46 @@ static size_t exec_bytes(const hutch_exec_options *o)
 	return total;
 }
 
+/* Hold a frame back while the agent may be missing: frames are kept as
+ * [stream byte][4-byte length][data].  0 held, -1 no room. */
+static int hold_frame(struct run *r, int i, const char *data, size_t len)
+{
+	uint32_t n = (uint32_t)len;
+
+	if (len > sizeof(r->held) - r->held_len - 5)
+		return -1;
+	r->held[r->held_len] = (char)i;
+	memcpy(r->held + r->held_len + 1, &n, 4);
+	memcpy(r->held + r->held_len + 5, data, len);
+	r->held_len += 5 + len;
+	return 0;
+}
+
+static int pass_frame(struct run *r, int i, const char *data, size_t len)
+{
+	r->seen += len;
+	if (i)
+		keep_tail(r, data, len);
+	return hutch__redact_feed(&r->red[i], data, len, deliver, &r->sink[i]);
+}
+
+/* The command is not run again: what was held goes on, in order. */
+static int release_held(struct run *r)
+{
+	size_t off = 0;
+	uint32_t n;
+	int rc = 0;
+
+	r->agent_gone = 0;
+	while (off < r->held_len && rc == 0) {
+		memcpy(&n, r->held + off + 1, 4);
+		rc = pass_frame(r, r->held[off], r->held + off + 5, n);
+		off += 5 + n;
+	}
+	r->held_len = 0;
+	return rc;
+}
+
 static int on_frame(int stream, const char *data, size_t len, void *p)
 {
 	struct run *r = p;
@@ -302,13 +347,19 @@ static int on_frame(int stream, const char *data, size_t len, void *p)
 	/* Docker's "system error" stream carries the engine's own complaint
 	 * (for instance a failed exec); it is shown where errors go. */
 	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
-	/* The runtime's refusal names the agent's path (agent_install.c). */
-	if (r->seen == 0 && hutch__agent_missing_text(data, len))
+	/* The runtime's refusal names the agent's path, as the first and
+	 * only output of a short stream: held back (agent_install.c).  More
+	 * than that is a command's output: it goes on as it came. */
+	if (r->seen == 0 && !r->agent_gone &&
+	    hutch__agent_missing_text(data, len))
 		r->agent_gone = 1;
-	r->seen += len;
-	if (i)
-		keep_tail(r, data, len);
-	return hutch__redact_feed(&r->red[i], data, len, deliver, &r->sink[i]);
+	if (r->agent_gone) {
+		if (hold_frame(r, i, data, len) == 0)
+			return 0;
+		if (release_held(r))
+			return 1;
+	}
+	return pass_frame(r, i, data, len);
 }
 
 /* The stream ended: what the redactors held back goes on.  `cut`: it
@@ -802,23 +853,36 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 			   r->o->cancel, &r->streamed, "start exec", &r->lerr);
 }
 
+/* run_once, and once more when this build's agent was not there: a
+ * session made by another hutch, where nothing ran (agent_install.c
+ * checks that the file is really missing first). */
+static void run_once_agent(struct run *r, const struct hutch__exec_spec *spec)
+{
+	int got = 0;
+
+	run_once(r, spec);
+	if (!r->agent_gone)
+		return;
+	if (r->rc == 0)
+		got = hutch__agent_install_if_missing(r->s, &r->lerr);
+	if (got == 1) {
+		/* Its refusal is not the command's output. */
+		r->held_len = 0;
+		r->seen = 0;
+		r->errtail_len = 0;
+		run_once(r, spec);
+	}
+	if (r->agent_gone && release_held(r))
+		r->stopped = 1;
+	if (got < 0)
+		r->rc = got;
+}
+
 /* Run the command, and once more when its container was gone. */
 static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 			       const struct hutch__exec_spec *spec)
 {
-	run_once(r, spec);
-	/* A session made by another hutch: nothing ran, as this build's
-	 * agent is not there; install it and run once more (agent_install.c
-	 * checks that the file is really missing first). */
-	if (r->rc == 0 && r->agent_gone) {
-		int got = hutch__agent_install_if_missing(r->s, &r->lerr);
-
-		if (got < 0)
-			r->rc = got;
-		else if (got == 1)
-			run_once(r, spec);
-		return;
-	}
+	run_once_agent(r, spec);
 	/* The container was gone or stopped before the command began:
 	 * nothing ran, so bringing the container back and trying once more
 	 * cannot run the command twice. */
@@ -833,7 +897,7 @@ static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 	/* Making a brand-new session's first container is the lazy
 	 * creation, not a recovery. */
 	res->retried = !r->s->new_record;
-	run_once(r, spec);
+	run_once_agent(r, spec);
 }
 
 /* Our side stopped reading, and the output read so far is all there is:
