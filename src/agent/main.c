@@ -27,8 +27,30 @@ static const struct command commands[] = {
 	  "run ARGV, keep its orphans until it exits (kill them then with "
 	  "--kill-leftovers)",
 	  true },
-	{ HUTCH_AGENT_CMD_KILL, agent_kill, "TAG",
-	  "kill the 'run' agent with TAG and all its descendants", false },
+	{ HUTCH_AGENT_CMD_KILL, agent_kill, "TAG [--signal N]",
+	  "kill the 'run' agent with TAG, or the background process with "
+	  "that id, and all its descendants (--signal: send N to each of "
+	  "them instead)",
+	  false },
+	{ HUTCH_AGENT_CMD_SPAWN, agent_spawn,
+	  "--id ID [--workdir DIR] -- ARGV...",
+	  "start ARGV in the background, its output kept in "
+	  "/.hutch/proc/ID; {\"id\",\"pid\"} on stdout",
+	  true },
+	{ HUTCH_AGENT_CMD_PS, agent_ps, "",
+	  "list the background processes (JSON)", false },
+	{ HUTCH_AGENT_CMD_LOGS, agent_logs,
+	  "ID [--from N] [--tail LINES] [--follow] | ID --json [--from N] "
+	  "[--max BYTES]",
+	  "the output of a background process", false },
+	{ HUTCH_AGENT_CMD_WAIT, agent_wait, "ID",
+	  "wait until a background process ends; its ps entry (JSON)", false },
+	{ HUTCH_AGENT_CMD_DRAIN, agent_drain, "",
+	  "(run's own) read fds 3 and 4 to their end, throwing the bytes "
+	  "away",
+	  false },
+	{ HUTCH_AGENT_CMD_CONNECT, agent_connect, "PORT",
+	  "relay stdin and stdout to 127.0.0.1:PORT", true },
 	{ HUTCH_AGENT_CMD_FS, agent_fs,
 	  "[--root DIR] read|write|edit|grep|find|ls ARGS...",
 	  "file tools confined to the workspace; one JSON object on stdout",
@@ -76,6 +98,16 @@ bool agent_tag_valid(const char *tag)
 	return strspn(tag, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 			   "abcdefghijklmnopqrstuvwxyz"
 			   "0123456789_-") == len;
+}
+
+bool agent_argv0_ok(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+	size_t n = sizeof(HUTCH_AGENT_NAME) - 1;
+
+	base = base ? base + 1 : argv0;
+	return strncmp(base, HUTCH_AGENT_NAME, n) == 0 &&
+	       (base[n] == '\0' || base[n] == '-');
 }
 
 /*
