@@ -42,6 +42,31 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
 	return ok ? 0 : -1;
 }
 
+/* A hard link `path` to `target` (both relative to the archive's root):
+ * PID 1's path and this build's name share the agent's one inode, so the
+ * archive carries it once.  The engines extract a link as a link to the
+ * entry already extracted, inside the directory the archive goes to. */
+static int add_link(struct archive *a, const char *path, const char *target,
+		    unsigned int owner)
+{
+	struct archive_entry *entry = archive_entry_new();
+	int ok;
+
+	if (!entry)
+		return -1;
+	archive_entry_set_pathname(entry, path);
+	archive_entry_set_hardlink(entry, target);
+	archive_entry_set_filetype(entry, AE_IFREG);
+	archive_entry_set_perm(entry, 0111);
+	archive_entry_set_uid(entry, owner);
+	archive_entry_set_gid(entry, owner);
+	archive_entry_set_size(entry, 0);
+	archive_entry_set_mtime(entry, time(NULL), 0);
+	ok = archive_write_header(a, entry) == ARCHIVE_OK;
+	archive_entry_free(entry);
+	return ok ? 0 : -1;
+}
+
 /*
  * The agent's archive, to PUT at "/" (see agent_blob.h).  Why the owner
  * and the modes:
@@ -68,9 +93,8 @@ static char *agent_archive(unsigned int owner, const char *dir,
 			   unsigned int uid, unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
-	/* A ustar archive is the files plus headers, padded to 10 KiB: the
-	 * agent twice (PID 1's path and this build's, see agent_blob.h). */
-	size_t cap = 2 * agent_len + 64 * 1024;
+	/* A ustar archive is the file plus headers, padded to 10 KiB. */
+	size_t cap = agent_len + 64 * 1024;
 	struct archive *a;
 	char *buf = malloc(cap);
 
@@ -83,13 +107,13 @@ static char *agent_archive(unsigned int owner, const char *dir,
 	    /* Names relative to "/": "HUTCH_AGENT_DIR + 1" drops the '/'. */
 	    hutch__tar_add_owned(a, HUTCH_AGENT_DIR + 1, AE_IFDIR, 0755, owner,
 				 owner, NULL, 0) < 0 ||
-	    hutch__tar_add_owned(a, HUTCH_AGENT_PATH + 1, AE_IFREG, 0111, owner,
-				 owner, hutch__agent_start, agent_len) < 0 ||
 	    hutch__tar_add_owned(a, HUTCH_AGENT_BIN_DIR + 1, AE_IFDIR, 0755,
 				 owner, owner, NULL, 0) < 0 ||
 	    hutch__tar_add_owned(a, HUTCH_AGENT_RUN_PATH + 1, AE_IFREG, 0111,
 				 owner, owner, hutch__agent_start,
 				 agent_len) < 0 ||
+	    add_link(a, HUTCH_AGENT_PATH + 1, HUTCH_AGENT_RUN_PATH + 1, owner) <
+		    0 ||
 	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR,
 			   01777, NULL, 0) < 0 ||
 	    hutch__tar_add(a, HUTCH_AGENT_PROC_DIR + 1, AE_IFDIR, 01777, NULL,
