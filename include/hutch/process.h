@@ -5,9 +5,12 @@
  * command has been started, with an id, and the command keeps running in
  * the session's container after the call (and the hutch process) ended.
  * Its stdout and stderr are kept inside the container, in the session's
- * system volume, never in the caller's memory: the last
- * HUTCH_PROCESS_LOG_KEEP bytes of each process (both streams together);
- * older output is dropped, and the count of dropped bytes is kept.
+ * system volume, never in the caller's memory: at most
+ * HUTCH_PROCESS_LOG_KEEP bytes of each process (both streams together),
+ * of which at least the last half; older output is dropped, and the count
+ * of dropped bytes is kept.  Offsets into the output count every byte
+ * written, dropped ones included.  The records of the 64 most recent
+ * ended processes are kept; older ones are removed when a process starts.
  *
  * Each process runs under hutch's in-container agent, as a foreground
  * command does: hutch_process_kill signals the process and every process
@@ -33,8 +36,9 @@
 extern "C" {
 #endif
 
-/* The output a process keeps, both streams together: the last this many
- * bytes; what came before is dropped (and counted). */
+/* The output a process keeps, both streams together: at most this many
+ * bytes (in two segments of half of it: when a third begins, the oldest is
+ * dropped, and counted). */
 #define HUTCH_PROCESS_LOG_KEEP (8u * 1024u * 1024u)
 
 /* An id is 1 to HUTCH_PROCESS_ID_MAX characters of [A-Za-z0-9_-]; hutch
@@ -124,6 +128,8 @@ const hutch_process *hutch_process_list_at(const hutch_process_list *list,
 					   size_t i);
 /* Entries of the agent's answer that were not well formed, left out. */
 size_t hutch_process_list_skipped(const hutch_process_list *list);
+/* 1 when the agent listed only the first processes (it lists 1024). */
+int hutch_process_list_truncated(const hutch_process_list *list);
 /* Accepts NULL. */
 void hutch_process_list_free(hutch_process_list *list);
 
@@ -131,7 +137,7 @@ void hutch_process_list_free(hutch_process_list *list);
  * JSON renderings (`hutch ps --json`, `hutch wait --json`): a record is
  * {"id","argv":[...],"state","exit_code":N|null,"signal":N|null,"uid",
  * "started_ms","ended_ms":N|null,"output_bytes","dropped_bytes"}; a list
- * is {"processes":[record...],"skipped":N}.  `*out` is a NUL-terminated
+ * is {"processes":[record...],"skipped":N,"truncated":BOOL}.  `*out` is a NUL-terminated
  * string that belongs to the caller (free()).
  */
 int hutch_process_to_json(char **out, const hutch_process *p,
@@ -181,7 +187,7 @@ int hutch_process_logs(hutch_session *session, const char *id,
 typedef struct hutch_process_output hutch_process_output;
 
 /* The largest piece hutch_process_read returns. */
-#define HUTCH_PROCESS_READ_MAX (4u * 1024u * 1024u)
+#define HUTCH_PROCESS_READ_MAX (1024u * 1024u)
 #define HUTCH_PROCESS_READ_DEFAULT (256u * 1024u)
 
 /*
@@ -214,8 +220,11 @@ void hutch_process_output_free(hutch_process_output *o);
 
 /*
  * Send `signal` (0: SIGKILL) to the process and every process it started.
- * Returns 0, HUTCH_ENOTFOUND for an unknown id, HUTCH_ENOTRUNNING when the
- * process has already ended, HUTCH_EINVALID for a signal outside 1-64.
+ * SIGKILL is sent until none of them is left; another signal is sent once
+ * to each.  Returns 0 (also when the process had already ended),
+ * HUTCH_ENOTFOUND for an unknown id, HUTCH_EINVALID for a signal outside
+ * 1-64, HUTCH_EFAILED when a process survived SIGKILL (one the session's
+ * user may not signal).
  */
 int hutch_process_kill(hutch_session *session, const char *id, int signal,
 		       hutch_error **err);

@@ -2,10 +2,10 @@
  * cmd_process.c - hutch ps, logs, kill and wait: the background processes
  * that `hutch exec -d` started
  *
- * Exit statuses: ps and logs 0; kill 0 when the signal was sent, 1 when
- * the process had already ended; wait the process's exit code, 128+N for a
- * signal N, 124 at --timeout; 125 when hutch or the engine failed (an
- * unknown id included).
+ * Exit statuses: ps, logs and kill 0 (kill also when the process had
+ * already ended); wait the process's exit code, 128+N for a signal N, 124
+ * at --timeout; logs and wait 128+N when signal N (Ctrl-C) stopped them;
+ * 125 when hutch or the engine failed (an unknown id included).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,8 +20,6 @@
 #include "cli.h"
 /* Pure UTF-8 helpers, shared with the library and the agent. */
 #include "../shared/utf8.h"
-
-#define EXIT_ALREADY_ENDED 1
 
 static const cli_option ps_options[] = {
 	{ "json", NULL, 'j', "print the list as one JSON object" },
@@ -273,6 +271,8 @@ static void print_ps(const hutch_process_list *l)
 		cli_error("%zu records in the session were not well formed "
 			  "and are not shown",
 			  hutch_process_list_skipped(l));
+	if (hutch_process_list_truncated(l))
+		cli_error("only the first %zu processes are listed", n);
 }
 
 static int cmd_ps(cli_globals *g, int argc, char **argv)
@@ -488,13 +488,8 @@ static int cmd_kill(cli_globals *g, int argc, char **argv)
 		return r > 0 ? 0 : EXIT_HUTCH_FAILED;
 	if ((rc = open_session(g, a.session, &engine, &session)) != 0)
 		goto out;
-	if (hutch_process_kill(session, a.id, a.signal, &err) < 0) {
-		int code = hutch_error_code(err);
-
+	if (hutch_process_kill(session, a.id, a.signal, &err) < 0)
 		rc = cli_fail(err);
-		if (code == HUTCH_ENOTRUNNING)
-			rc = EXIT_ALREADY_ENDED;
-	}
 out:
 	hutch_session_free(session);
 	hutch_engine_free(engine);

@@ -30,20 +30,6 @@
 #include "session_internal.h"
 #include "utf8.h"
 
-/* The agent's commands and options (doc/agent-protocol.md). */
-#ifndef HUTCH_AGENT_CMD_SPAWN
-#define HUTCH_AGENT_CMD_SPAWN "spawn"
-#endif
-#ifndef HUTCH_AGENT_CMD_PS
-#define HUTCH_AGENT_CMD_PS "ps"
-#endif
-#ifndef HUTCH_AGENT_CMD_LOGS
-#define HUTCH_AGENT_CMD_LOGS "logs"
-#endif
-#ifndef HUTCH_AGENT_CMD_WAIT
-#define HUTCH_AGENT_CMD_WAIT "wait"
-#endif
-
 /* How long the agent may take to answer a short command (spawn, ps, kill,
  * a read). */
 #define PROC_TIMEOUT_MS 60000
@@ -163,6 +149,7 @@ struct hutch_process {
 struct hutch_process_list {
 	hutch_process **v;
 	size_t n, skipped;
+	int truncated; /* the agent listed only the first ones */
 };
 
 struct hutch_process_output {
@@ -254,6 +241,11 @@ const hutch_process *hutch_process_list_at(const hutch_process_list *l,
 size_t hutch_process_list_skipped(const hutch_process_list *l)
 {
 	return l->skipped;
+}
+
+int hutch_process_list_truncated(const hutch_process_list *l)
+{
+	return l->truncated;
 }
 
 void hutch_process_list_free(hutch_process_list *l)
@@ -661,7 +653,7 @@ int hutch_process_start(char *id_out, size_t id_size, hutch_session *s,
 		return hutch__error_oom(err);
 	argv[n++] = HUTCH_AGENT_PATH;
 	argv[n++] = HUTCH_AGENT_CMD_SPAWN;
-	argv[n++] = "--id";
+	argv[n++] = HUTCH_AGENT_OPT_ID;
 	argv[n++] = id;
 	argv[n++] = "--";
 	for (size_t i = 0; i < o->argc; i++)
@@ -679,8 +671,10 @@ int hutch_process_start(char *id_out, size_t id_size, hutch_session *s,
 	if (rc < 0)
 		goto out;
 	if (a.code == HUTCH_AGENT_EXIT_NOCMD ||
-	    a.code == HUTCH_AGENT_EXIT_NOEXEC) {
-		/* "hutch: cannot run 'ARGV0': strerror", from the agent. */
+	    a.code == HUTCH_AGENT_EXIT_NOEXEC ||
+	    a.code == HUTCH_AGENT_EXIT_NOWORKDIR) {
+		/* "hutch: cannot run 'ARGV0': strerror" or "hutch: cannot
+		 * use working directory 'DIR': strerror", from the agent. */
 		char *line = last_line(&a, hutch__session_redaction(s));
 
 		rc = hutch__error_set(
@@ -769,6 +763,9 @@ int hutch_process_list_get(hutch_process_list **out, hutch_session *s,
 		else
 			l->v[l->n++] = p;
 	}
+	if (json_object_object_get_ex(doc, "truncated", &arr) &&
+	    json_object_get_boolean(arr))
+		l->truncated = 1;
 	*out = l;
 	l = NULL;
 	rc = 0;
@@ -1092,10 +1089,9 @@ int hutch_process_kill(hutch_session *s, const char *id, int sig,
 		       hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
-	hutch_process *p = NULL;
 	char sigv[8];
 	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_KILL, id,
-			       "--signal", sigv };
+			       HUTCH_AGENT_OPT_SIGNAL, sigv };
 	struct answer a;
 	int rc;
 
@@ -1111,27 +1107,20 @@ int hutch_process_kill(hutch_session *s, const char *id, int sig,
 	base_options(&eo, argv, HUTCH_ARRAY_SIZE(argv), ENTRY_MAX_ANSWER, NULL);
 	if ((rc = run_agent(&a, s, &eo, "kill", 0, err)) < 0)
 		goto out;
+	/* 0: signalled, or it had already ended. */
 	if (a.code == 0)
 		goto out;
-	if (a.code != HUTCH_AGENT_EXIT_NOTAG) {
-		rc = unexpected(&a, "kill", hutch__session_redaction(s), err);
-		goto out;
-	}
-	/* No running process with that id: an unknown id, or one that has
-	 * ended.  The list tells which. */
-	if ((rc = find_process(&p, s, id, err)) < 0)
-		goto out;
-	if (p->state == HUTCH_PROCESS_RUNNING)
+	if (a.code == HUTCH_AGENT_EXIT_NOTAG)
+		rc = no_such_process(id, err);
+	else if (a.code == HUTCH_AGENT_EXIT_FAIL)
 		rc = hutch__error_set(err, HUTCH_EFAILED,
-				      "kill: process '%s' is listed as running "
-				      "but its supervisor was not found",
+				      "kill: a process of '%s' survived the "
+				      "signal (one the session's user may not "
+				      "signal)",
 				      id);
 	else
-		rc = hutch__error_set(err, HUTCH_ENOTRUNNING,
-				      "process '%s' has already ended (%s)", id,
-				      hutch_process_state_name(p->state));
+		rc = unexpected(&a, "kill", hutch__session_redaction(s), err);
 out:
-	hutch_process_free(p);
 	answer_free(&a);
 	if (rc < 0)
 		hutch__error_wrap(err, rc, "session '%s'",
@@ -1285,6 +1274,8 @@ int hutch_process_list_to_json(char **out, const hutch_process_list *l,
 	}
 	json_object_object_add(o, "skipped",
 			       json_object_new_int64((int64_t)l->skipped));
+	json_object_object_add(o, "truncated",
+			       json_object_new_boolean(l->truncated));
 	return to_string(out, o, err);
 }
 

@@ -232,7 +232,8 @@ static const char processes_in[] =
 static const char processes_out[] =
 	"{\"type\":\"object\",\"properties\":{"
 	"\"processes\":{\"type\":\"array\",\"items\":" PROCESS_RECORD "},"
-	"\"skipped\":{\"type\":\"integer\"}},"
+	"\"skipped\":{\"type\":\"integer\"},"
+	"\"truncated\":{\"type\":\"boolean\"}},"
 	"\"required\":[\"processes\"]}";
 
 #define PROCESS_ID_PROP                                                     \
@@ -1175,6 +1176,8 @@ static json_object *run_processes(json_object *args, hutch_session *s,
 			"[%zu records were not well formed and are not "
 			"shown]\n",
 			hutch_process_list_skipped(l));
+	if (hutch_process_list_truncated(l))
+		fprintf(t.f, "[only the first %zu processes are listed]\n", n);
 	hutch_process_list_free(l);
 	return make_result(text_close(&t), raw_json(json), 0, ctx);
 }
