@@ -651,7 +651,7 @@ int hutch_process_start(char *id_out, size_t id_size, hutch_session *s,
 	argv = calloc(o->argc + 6, sizeof(*argv));
 	if (!argv)
 		return hutch__error_oom(err);
-	argv[n++] = HUTCH_AGENT_PATH;
+	argv[n++] = HUTCH_AGENT_RUN_PATH;
 	argv[n++] = HUTCH_AGENT_CMD_SPAWN;
 	argv[n++] = HUTCH_AGENT_OPT_ID;
 	argv[n++] = id;
@@ -711,7 +711,7 @@ int hutch_process_list_get(hutch_process_list **out, hutch_session *s,
 			   hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_PS };
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_PS };
 	const hutch__secrets *set = hutch__session_redaction(s);
 	hutch_process_list *l = NULL;
 	json_object *doc = NULL, *arr;
@@ -867,7 +867,7 @@ int hutch_process_logs(hutch_session *s, const char *id,
 		goto out;
 	snprintf(from, sizeof(from), "%" PRIu64, o->from);
 	snprintf(tail, sizeof(tail), "%" PRIu64, o->tail_lines);
-	argv[n++] = HUTCH_AGENT_PATH;
+	argv[n++] = HUTCH_AGENT_RUN_PATH;
 	argv[n++] = HUTCH_AGENT_CMD_LOGS;
 	argv[n++] = id;
 	if (o->from) {
@@ -997,7 +997,7 @@ int hutch_process_read(hutch_process_output **out, hutch_session *s,
 		max = HUTCH_PROCESS_READ_MAX;
 	snprintf(fromv, sizeof(fromv), "%" PRIu64, from);
 	snprintf(maxv, sizeof(maxv), "%zu", max);
-	argv[0] = HUTCH_AGENT_PATH;
+	argv[0] = HUTCH_AGENT_RUN_PATH;
 	argv[1] = HUTCH_AGENT_CMD_LOGS;
 	argv[2] = id;
 	argv[3] = "--json";
@@ -1090,7 +1090,7 @@ int hutch_process_kill(hutch_session *s, const char *id, int sig,
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
 	char sigv[8];
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_KILL, id,
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_KILL, id,
 			       HUTCH_AGENT_OPT_SIGNAL, sigv };
 	struct answer a;
 	int rc;
@@ -1133,7 +1133,7 @@ int hutch_process_wait(hutch_process **out, hutch_session *s, const char *id,
 		       hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_WAIT, id };
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_WAIT, id };
 	const hutch__secrets *set = hutch__session_redaction(s);
 	struct answer a;
 	int rc;
