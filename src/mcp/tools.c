@@ -1060,6 +1060,22 @@ static json_object *run_ls(json_object *args, hutch_session *s,
 #define PROCESS_OUTPUT_DEFAULT (32u * 1024u)
 #define PROCESS_OUTPUT_MAX (256u * 1024u)
 
+/* A process tool's error: an unknown id is recovered from with the list,
+ * not with the file tools. */
+static json_object *process_error(hutch_error *err)
+{
+	json_object *r;
+
+	if (hutch_error_code(err) != HUTCH_ENOTFOUND)
+		return tool_error(err, NULL);
+	r = errorf("%s\nCall processes to see the ids of the background "
+		   "processes (the records of the 64 most recent ended ones "
+		   "are kept).",
+		   hutch_error_message(err));
+	hutch_error_free(err);
+	return r;
+}
+
 /* exec with background: true. */
 static json_object *exec_background(const hutch_exec_options *o,
 				    hutch_session *s, mcp_call_ctx *ctx)
@@ -1202,7 +1218,7 @@ static json_object *run_process_output(json_object *args, hutch_session *s,
 			      PROCESS_OUTPUT_MAX);
 	if (hutch_process_read(&o, s, id, (uint64_t)offset, (size_t)max, &err) <
 	    0)
-		return tool_error(err, NULL);
+		return process_error(err);
 	if (hutch_process_output_to_json(&json, o, &err) < 0 ||
 	    text_open(&t) < 0) {
 		hutch_process_output_free(o);
@@ -1268,7 +1284,7 @@ static json_object *run_process_kill(json_object *args, hutch_session *s,
 			      "from 1 to 64",
 			      name);
 	if (hutch_process_kill(s, id, sig, &err) < 0)
-		return tool_error(err, NULL);
+		return process_error(err);
 	doc = json_object_new_object();
 	if (!doc)
 		return NULL;
