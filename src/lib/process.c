@@ -969,10 +969,14 @@ static int parse_output(hutch_process_output *out, json_object *doc,
 	if ((rc = read_text(out, 0, doc, "stdout", set)) < 0 ||
 	    (rc = read_text(out, 1, doc, "stderr", set)) < 0)
 		return rc;
-	/* The record: "process":{...}, or its members beside these. */
-	if (json_object_object_get_ex(doc, "process", &v))
-		return parse_record(&out->process, v, set);
-	return parse_record(&out->process, doc, set);
+	/* The record: "process":{...}, or its members beside these; of
+	 * this process. */
+	rc = parse_record(
+		&out->process,
+		json_object_object_get_ex(doc, "process", &v) ? v : doc, set);
+	if (rc == 0 && strcmp(out->process->id, out->id) != 0)
+		rc = -1;
+	return rc;
 }
 
 int hutch_process_read(hutch_process_output **out, hutch_session *s,
