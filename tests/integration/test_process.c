@@ -114,7 +114,7 @@ static char *container_ps(const char *s)
 /* 1. A process runs on after exec -d returned; ps shows it running, then
  * how it ended; logs --follow streams until it ends; wait exits with its
  * code. */
-IT_TEST(process, start_ps_follow_wait)
+IT_TEST(background, start_ps_follow_wait)
 {
 	const char *s = it_session();
 	const char *argv[] = { "logs", s, NULL, "--follow", NULL };
@@ -187,7 +187,7 @@ IT_TEST(process, start_ps_follow_wait)
 
 /* 2. kill ends the process and everything it started: the container's own
  * ps shows none of them; wait says SIGKILL (128+9). */
-IT_TEST(process, kill_takes_the_tree)
+IT_TEST(background, kill_takes_the_tree)
 {
 	const char *s = it_session();
 	char id[HUTCH_PROCESS_ID_SIZE], *before, *after;
@@ -219,7 +219,7 @@ IT_TEST(process, kill_takes_the_tree)
 }
 
 /* 3. --signal TERM reaches the process, which ends its own way. */
-IT_TEST(process, kill_with_a_signal)
+IT_TEST(background, kill_with_a_signal)
 {
 	const char *s = it_session();
 	char id[HUTCH_PROCESS_ID_SIZE];
@@ -244,7 +244,7 @@ IT_TEST(process, kill_with_a_signal)
 }
 
 /* 4. wait --timeout gives up with 124 and leaves the process running. */
-IT_TEST(process, wait_timeout)
+IT_TEST(background, wait_timeout)
 {
 	const char *s = it_session();
 	char id[HUTCH_PROCESS_ID_SIZE];
@@ -264,7 +264,7 @@ IT_TEST(process, wait_timeout)
 
 /* 5. Output past the per-process cap: the oldest is dropped and counted,
  * the newest kept; logs prints exactly what is kept. */
-IT_TEST(process, logs_past_the_cap)
+IT_TEST(background, logs_past_the_cap)
 {
 	const char *s = it_session();
 	char id[HUTCH_PROCESS_ID_SIZE];
@@ -309,7 +309,7 @@ IT_TEST(process, logs_past_the_cap)
 
 /* 6. Ctrl-C ends logs --follow cleanly (128+2, nothing said) and leaves
  * the process running. */
-IT_TEST(process, follow_interrupted)
+IT_TEST(background, follow_interrupted)
 {
 	const char *s = it_session();
 	const char *argv[] = { "logs", s, NULL, "--follow", NULL };
@@ -343,7 +343,7 @@ IT_TEST(process, follow_interrupted)
 
 /* 7. Unknown and malformed ids are clear errors; a command that cannot be
  * run is refused as exec refuses it; secrets are refused. */
-IT_TEST(process, refusals)
+IT_TEST(background, refusals)
 {
 	const char *s = it_session();
 	static const char *const cmds[] = { "logs", "kill", "wait" };
@@ -387,7 +387,7 @@ IT_TEST(process, refusals)
 
 /* 8. The library: start with an environment and a working directory,
  * read by offset until the end, wait for the record. */
-IT_TEST(process, library)
+IT_TEST(background, library)
 {
 	const char *s = it_session();
 	const char *argv[] = { "sh", "-c",
