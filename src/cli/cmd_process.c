@@ -238,11 +238,11 @@ static void print_ps(const hutch_process_list *l)
 {
 	size_t n = hutch_process_list_count(l);
 
-	printf("%-12s %-14s %-19s %8s  %s\n", "ID", "STATE", "STARTED",
-	       "OUTPUT", "COMMAND");
+	printf("%-12s %-14s %-19s %8s %8s  %s\n", "ID", "STATE", "STARTED",
+	       "OUTPUT", "DROPPED", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const hutch_process *p = hutch_process_list_at(l, i);
-		char state[32], started[32] = "?", size[32];
+		char state[32], started[32] = "?", size[32], dropped[32] = "-";
 		time_t t = (time_t)(hutch_process_started_ms(p) / 1000);
 		struct tm tm;
 
@@ -251,21 +251,13 @@ static void print_ps(const hutch_process_list *l)
 			strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S",
 				 &tm);
 		human_size(size, sizeof(size), hutch_process_output_bytes(p));
-		printf("%-12s %-14s %-19s %8s  ", hutch_process_id(p), state,
-		       started, size);
+		/* The oldest output past the cap, which logs cannot show. */
+		if (hutch_process_dropped_bytes(p))
+			human_size(dropped, sizeof(dropped),
+				   hutch_process_dropped_bytes(p));
+		printf("%-12s %-14s %-19s %8s %8s  ", hutch_process_id(p),
+		       state, started, size, dropped);
 		print_command(p);
-	}
-	for (size_t i = 0; i < n; i++) {
-		const hutch_process *p = hutch_process_list_at(l, i);
-		char kept[32];
-
-		if (!hutch_process_dropped_bytes(p))
-			continue;
-		human_size(kept, sizeof(kept), HUTCH_PROCESS_LOG_KEEP);
-		cli_error("%s: the first %" PRIu64 " bytes of its output were "
-			  "dropped (each process keeps its last %s)",
-			  hutch_process_id(p), hutch_process_dropped_bytes(p),
-			  kept);
 	}
 	if (hutch_process_list_skipped(l))
 		cli_error("%zu records in the session were not well formed "
