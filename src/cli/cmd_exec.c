@@ -347,6 +347,11 @@ static int run_detached(const struct exec_args *a, hutch_session *session)
 	}
 	if (hutch_process_start(id, sizeof(id), session, &a->o, &err) < 0) {
 		int code = hutch_error_code(err);
+		/* The agent's "cannot run" (its own line, in the message)
+		 * is 127 not found, 126 not executable, as for a command
+		 * in the foreground; any other refusal is hutch's, 125. */
+		int cannot_run = strstr(hutch_error_message(err),
+					"cannot run '") != NULL;
 
 		if (a->json) {
 			print_json_error(a->name, hutch_error_message(err));
@@ -354,10 +359,9 @@ static int run_detached(const struct exec_args *a, hutch_session *session)
 		} else {
 			cli_fail(err);
 		}
-		/* As for a foreground command that could not be run. */
-		return code == HUTCH_ENOTFOUND ? 127 :
-		       code == HUTCH_EINVALID  ? 126 :
-						 EXIT_HUTCH_FAILED;
+		if (!cannot_run)
+			return EXIT_HUTCH_FAILED;
+		return code == HUTCH_ENOTFOUND ? 127 : 126;
 	}
 	if (!a->json) {
 		printf("%s\n", id);

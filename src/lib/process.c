@@ -891,8 +891,11 @@ int hutch_process_logs(hutch_session *s, const char *id,
 	}
 	eo.argv = argv;
 	eo.argc = n;
-	/* Followed, the output comes as long as the process runs. */
-	eo.timeout_ms = o->follow ? 0 : PROC_TIMEOUT_MS;
+	/* No timeout: followed, the output comes as long as the process
+	 * runs; and even without --follow, a reader that takes its time
+	 * (a pager) holds the agent up.  The agent ends once all is
+	 * written; the cancel stops it. */
+	eo.timeout_ms = 0;
 	eo.on_output = logs_output;
 	eo.payload = &c;
 	eo.cancel = o->cancel;

@@ -378,6 +378,10 @@ IT_TEST(background, refusals)
 	cr_assert(strstr(r.err, "cannot run 'no-such-command-here'"), "%s",
 		  r.err);
 	it_result_free(&r);
+	r = it_hutch("exec", "-d", s, "--", "/etc/passwd", NULL);
+	IT_ASSERT_EXIT(r, 126, "exec -d S -- /etc/passwd");
+	cr_assert(strstr(r.err, "cannot run '/etc/passwd'"), "%s", r.err);
+	it_result_free(&r);
 	r = it_hutch("exec", "-d", s, "--timeout", "5", "--", "true", NULL);
 	IT_ASSERT_EXIT(r, 125, "exec -d --timeout");
 	cr_assert(strstr(r.err, "does not apply to -d"), "%s", r.err);
@@ -386,7 +390,7 @@ IT_TEST(background, refusals)
 	r = it_hutch("exec", "-d", s, "--secret", "HUTCH_IT_PROC_SECRET", "--",
 		     "sleep", "100", NULL);
 	unsetenv("HUTCH_IT_PROC_SECRET");
-	IT_ASSERT_EXIT(r, 126, "exec -d --secret");
+	IT_ASSERT_EXIT(r, 125, "exec -d --secret");
 	cr_assert(strstr(r.err, "cannot be given secrets"), "%s", r.err);
 	it_result_free(&r);
 	/* Nothing was started by the refused calls. */
