@@ -397,7 +397,7 @@ static int logs_json_end(struct logs_state *st, hutch_session *session,
 	hutch_process_list *l = NULL;
 	hutch_error *err = NULL;
 	char *json = NULL;
-	int rc = EXIT_HUTCH_FAILED;
+	int rc = EXIT_HUTCH_FAILED, found = 0;
 
 	for (int i = 0; i < 2; i++)
 		if (st->ncarry[i] && json_piece(st, i, "", 0, 1) < 0)
@@ -409,6 +409,7 @@ static int logs_json_end(struct logs_state *st, hutch_session *session,
 
 		if (strcmp(hutch_process_id(p), id) != 0)
 			continue;
+		found = 1;
 		if (hutch_process_to_json(&json, p, &err) < 0) {
 			rc = cli_fail(err);
 			break;
@@ -417,6 +418,8 @@ static int logs_json_end(struct logs_state *st, hutch_session *session,
 		rc = 0;
 		break;
 	}
+	if (!found)
+		cli_error("logs: process '%s' is no longer listed", id);
 	free(json);
 	hutch_process_list_free(l);
 	return rc;

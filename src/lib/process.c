@@ -780,24 +780,20 @@ out:
 }
 
 /* The record of `id`, from a list (ENOTFOUND when it is not there). */
-static int find_process(hutch_process **out, hutch_session *s, const char *id,
-			hutch_error **err)
+/* 0 when `id` may be a process of the session: listed, or the list was
+ * cut or left records out (it may be one of those); else ENOTFOUND. */
+static int check_known(hutch_session *s, const char *id, hutch_error **err)
 {
 	hutch_process_list *l = NULL;
-	int rc = hutch_process_list_get(&l, s, err);
+	int rc = hutch_process_list_get(&l, s, err), known;
 
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < l->n; i++) {
-		if (strcmp(l->v[i]->id, id) != 0)
-			continue;
-		*out = l->v[i];
-		l->v[i] = l->v[--l->n];
-		hutch_process_list_free(l);
-		return 0;
-	}
+	known = l->truncated || l->skipped;
+	for (size_t i = 0; i < l->n && !known; i++)
+		known = strcmp(l->v[i]->id, id) == 0;
 	hutch_process_list_free(l);
-	return no_such_process(id, err);
+	return known ? 0 : no_such_process(id, err);
 }
 
 /* ---- logs ---------------------------------------------------------------- */
@@ -846,7 +842,6 @@ int hutch_process_logs(hutch_session *s, const char *id,
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
 	const hutch__secrets *set = hutch__session_redaction(s);
-	hutch_process *p = NULL;
 	hutch_exec_result *res = NULL;
 	struct logs_run r = { .o = o };
 	struct logs_ctx c = { .r = &r };
@@ -863,7 +858,7 @@ int hutch_process_logs(hutch_session *s, const char *id,
 		return rc;
 	/* Asked first: the agent's own "no such process" line would
 	 * otherwise reach the caller as if the process had written it. */
-	if ((rc = find_process(&p, s, id, err)) < 0)
+	if ((rc = check_known(s, id, err)) < 0)
 		goto out;
 	snprintf(from, sizeof(from), "%" PRIu64, o->from);
 	snprintf(tail, sizeof(tail), "%" PRIu64, o->tail_lines);
@@ -922,7 +917,6 @@ out:
 	hutch__redactor_free(&r.red[0]);
 	hutch__redactor_free(&r.red[1]);
 	hutch_exec_result_free(res);
-	hutch_process_free(p);
 	if (rc < 0)
 		hutch__error_wrap(err, rc, "session '%s'",
 				  hutch_session_name(s));
