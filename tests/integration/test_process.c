@@ -111,6 +111,42 @@ static char *container_ps(const char *s)
 	return out;
 }
 
+/* `hutch logs S ID --json`: the stdout and stderr its pieces hold, and
+ * the final record's exit code. */
+static void logs_json(const char *s, const char *id, const char *out,
+		      const char *err, int code)
+{
+	it_result r = it_hutch("logs", s, id, "--json", NULL);
+	char got[2][256] = { "", "" };
+	const char *line = r.out, *nl;
+	json_object *last = NULL;
+
+	IT_ASSERT_EXIT(r, 0, "hutch logs S ID --json");
+	while ((nl = strchr(line, '\n'))) {
+		json_object *j = it_json(line, (size_t)(nl - line)), *v;
+
+		json_object_put(last);
+		last = j;
+		if (json_object_object_get_ex(j, "stream", &v)) {
+			int i = strcmp(json_object_get_string(v), "stderr") ==
+				0;
+
+			strncat(got[i],
+				json_object_get_string(it_json_get(j, "data")),
+				sizeof(got[i]) - strlen(got[i]) - 1);
+		}
+		line = nl + 1;
+	}
+	cr_assert_str_eq(got[0], out);
+	cr_assert_str_eq(got[1], err);
+	cr_assert_not_null(last);
+	cr_assert_eq(json_object_get_int(it_json_get(
+			     it_json_get(last, "process"), "exit_code")),
+		     code, "%s", r.out);
+	json_object_put(last);
+	it_result_free(&r);
+}
+
 /* 1. A process runs on after exec -d returned; ps shows it running, then
  * how it ended; logs --follow streams until it ends; wait exits with its
  * code. */
@@ -177,12 +213,32 @@ IT_TEST(background, start_ps_follow_wait)
 	json_object_put(doc);
 	it_result_free(&r);
 
+	/* --json: the pieces in order, then the record. */
+	logs_json(s, id, "one\nthree\n", "two\n", 3);
+
 	/* --tail 1: the last line only. */
 	r = it_hutch("logs", s, id, "--tail", "1", NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch logs S ID --tail 1");
 	cr_assert_str_eq(r.out, "three\n");
 	it_result_free(&r);
 	cr_assert_str_eq(ps_state(s, id), "exited");
+}
+
+/* 1b. --json keeps a character that two writes split whole. */
+IT_TEST(background, json_keeps_split_characters)
+{
+	const char *s = it_session();
+	char id[HUTCH_PROCESS_ID_SIZE];
+	it_result r;
+
+	warm(s);
+	snprintf(id, sizeof(id), "%s",
+		 start_sh(s, "printf 'caf\\303'; sleep 0.2; "
+			     "printf '\\251\\n'; exit 0"));
+	r = it_hutch("wait", s, id, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch wait S ID");
+	it_result_free(&r);
+	logs_json(s, id, "caf\xc3\xa9\n", "", 0);
 }
 
 /* 2. kill ends the process and everything it started: the container's own
