@@ -16,7 +16,8 @@
  * command does: hutch_process_kill signals the process and every process
  * it started.  The process's standard input is /dev/null.
  *
- * Every call is one exec in the container.  What the container says about
+ * Every call is one exec in the container (hutch_process_logs: two, the
+ * first to check the id).  What the container says about
  * its processes (ids, command lines, states, output) is written by the
  * agent into a directory the sandboxed code can also write, so it is
  * checked as untrusted input: an entry that is not well formed is left out
