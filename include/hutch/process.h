@@ -118,7 +118,9 @@ uint32_t hutch_process_uid(const hutch_process *p);
  * a list's records go with the list. */
 void hutch_process_free(hutch_process *p);
 
-/* The session's background processes, oldest first. */
+/* The session's background processes, oldest first: those started as
+ * the session's user (or the user of `opts->user` when the handle runs as
+ * it); a process started as another user is that user's to list. */
 typedef struct hutch_process_list hutch_process_list;
 
 int hutch_process_list_get(hutch_process_list **out, hutch_session *session,

@@ -50,6 +50,14 @@
 /* Arguments of one record, as exec.c allows. */
 #define RECORD_MAX_ARGS 4096
 
+/* The public limits are the agent's. */
+_Static_assert(HUTCH_PROCESS_LOG_KEEP == HUTCH_AGENT_LOG_KEEP,
+	       "process.h's output cap is the agent's");
+_Static_assert(HUTCH_PROCESS_READ_MAX == HUTCH_AGENT_LOGS_MAX,
+	       "process.h's largest read is the agent's logs --max");
+_Static_assert(HUTCH_PROCESS_ID_MAX == HUTCH_AGENT_TAG_MAX,
+	       "a process id is an agent tag");
+
 /* ---- ids and signals --------------------------------------------------- */
 
 int hutch_process_id_valid(const char *id)
