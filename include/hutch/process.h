@@ -119,8 +119,8 @@ uint32_t hutch_process_uid(const hutch_process *p);
 void hutch_process_free(hutch_process *p);
 
 /* The session's background processes, oldest first: those started as
- * the session's user (or the user of `opts->user` when the handle runs as
- * it); a process started as another user is that user's to list. */
+ * the session's user.  One started as another user (`user` in the start's
+ * options) is not listed (its record is that user's, mode 0700). */
 typedef struct hutch_process_list hutch_process_list;
 
 int hutch_process_list_get(hutch_process_list **out, hutch_session *session,
