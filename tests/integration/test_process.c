@@ -533,3 +533,65 @@ IT_TEST(background, library)
 	hutch_session_free(session);
 	hutch_engine_free(engine);
 }
+
+/* 9. A batch line with "background": true starts the process and says so;
+ * it runs on after the batch (the session existed before it). */
+IT_TEST(background, batch_line)
+{
+	const char *s = it_session();
+	char path[] = "/tmp/hutch-it-batch-XXXXXX", line[512];
+	json_object *a, *b;
+	const char *first;
+	it_result r;
+	FILE *f;
+	int fd;
+
+	warm(s);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	snprintf(line, sizeof(line),
+		 "{\"session\":\"%s\",\"id\":1,\"background\":true,"
+		 "\"command\":\"echo from-batch; exit 6\"}\n"
+		 "{\"session\":\"%s\",\"id\":2,\"background\":true,"
+		 "\"timeout\":5,\"command\":\"true\"}\n",
+		 s, s);
+	cr_assert_geq(fputs(line, f), 0);
+	cr_assert_eq(fclose(f), 0);
+	r = it_hutch("batch", path, "--parallel", "1", NULL);
+	unlink(path);
+	/* The second line is refused: a background job has no timeout. */
+	IT_ASSERT_EXIT(r, 1, "hutch batch FILE");
+	first = r.out;
+	cr_assert_eq(it_count_lines(r.out, r.out_len), 2, "%s", r.out);
+	a = it_json(first, (size_t)(strchr(first, '\n') - first));
+	b = it_json(strchr(first, '\n') + 1,
+		    r.out_len - (size_t)(strchr(first, '\n') + 1 - first));
+	if (json_object_get_int(it_json_get(a, "id")) == 2) {
+		json_object *t = a;
+
+		a = b;
+		b = t;
+	}
+	cr_assert_str_eq(json_object_get_string(it_json_get(a, "status")),
+			 "started", "%s", r.out);
+	cr_assert_str_eq(json_object_get_string(it_json_get(b, "status")),
+			 "error", "%s", r.out);
+	cr_assert(strstr(json_object_get_string(it_json_get(b, "error")),
+			 "does not apply to a background job"),
+		  "%s", r.out);
+	snprintf(line, sizeof(line), "%s",
+		 json_object_get_string(it_json_get(a, "process")));
+	json_object_put(a);
+	json_object_put(b);
+	it_result_free(&r);
+	cr_assert(hutch_process_id_valid(line), "'%s'", line);
+	r = it_hutch("wait", s, line, NULL);
+	IT_ASSERT_EXIT(r, 6, "hutch wait S ID of the batch's process");
+	it_result_free(&r);
+	r = it_hutch("logs", s, line, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch logs S ID");
+	cr_assert_str_eq(r.out, "from-batch\n");
+	it_result_free(&r);
+}
