@@ -10,6 +10,7 @@
 #include <hutch/session.h>
 #include <hutch/exec.h>
 #include <hutch/fs.h>
+#include <hutch/process.h>
 #include <hutch/sync.h>
 
 #ifdef __cplusplus

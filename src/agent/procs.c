@@ -252,14 +252,18 @@ static int walk_output(int dir, unsigned long long from, piece_fn fn, void *arg,
 				break;
 			seg_end = pos + len;
 			if (seg_end > from && fn) {
+				/* Read now: fetching the payload may refill
+				 * the window that `h` points into. */
+				char stream = (char)h[0];
+
 				want = (size_t)(seg_end -
 						(pos > from ? pos : from));
 				data = seg_bytes(&r, fd, off + LOG_HEADER, len);
 				if (!data)
 					break;
 				data += len - want;
-				took = fn((char)h[0], seg_end - want, data,
-					  want, arg);
+				took = fn(stream, seg_end - want, data, want,
+					  arg);
 				if (took < want) {
 					*next = seg_end - want + took;
 					stop = true;

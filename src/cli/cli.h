@@ -148,6 +148,8 @@ extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
 	cli_cmd_sync_out, cli_cmd_read, cli_cmd_write, cli_cmd_edit,
 	cli_cmd_grep, cli_cmd_find, cli_cmd_ls, cli_cmd_sessions, cli_cmd_rm,
 	cli_cmd_gc, cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;
+/* Background processes (cmd_process.c). */
+extern const cli_command cli_cmd_ps, cli_cmd_logs, cli_cmd_kill, cli_cmd_wait;
 
 /* Progress of a sync on stderr when it is a terminal (<= 4 updates/s). */
 typedef struct {

@@ -7,7 +7,11 @@
  * Each line of FILE is a job:
  *   {"session": "s1", "command": ["make", "test"] | "make test 2>&1",
  *    "timeout": 30, "seed": "./src", "env": ["K=V"], "workdir": "sub",
- *    "id": <anything>}
+ *    "background": true, "id": <anything>}
+ * A background job is started and its result says "status": "started"
+ * with the process's id in "process" (see hutch ps); it keeps running
+ * after the batch, in a session the batch did not create or with --keep
+ * (a session the batch created is removed with what runs in it).
  * N worker threads (one hutch_session handle per job, one shared
  * hutch_fleet of engines, whose connection pools are thread-safe; each
  * session is placed on, or found on, one of them) take lines in order
@@ -187,6 +191,7 @@ struct job {
 	const char *workdir; /* borrowed from doc */
 	const char *seed;
 	uint64_t timeout_ms;
+	int background;	      /* start it as a background process */
 	hutch_engine *engine; /* its session's (borrowed from the fleet) */
 	char error[512];      /* why the line cannot run */
 };
@@ -277,11 +282,11 @@ static int parse_doc(struct job *j, const char *line)
 		if (strcmp(key, "session") && strcmp(key, "command") &&
 		    strcmp(key, "timeout") && strcmp(key, "seed") &&
 		    strcmp(key, "id") && strcmp(key, "env") &&
-		    strcmp(key, "workdir"))
+		    strcmp(key, "workdir") && strcmp(key, "background"))
 			return job_fail(
 				j,
 				"unknown key \"%.64s\" (known: session, command, "
-				"timeout, seed, env, workdir, id)",
+				"timeout, seed, env, workdir, background, id)",
 				key);
 	}
 	return 0;
@@ -357,6 +362,17 @@ static int parse_settings(struct job *j)
 				j, "\"workdir\" must be a non-empty string");
 		/* Relative is under /workspace: the library resolves it. */
 		j->workdir = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(j->doc, "background", &v)) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return job_fail(j, "\"background\" must be true or "
+					   "false");
+		j->background = json_object_get_boolean(v);
+		/* A background process runs until it ends or is killed. */
+		if (j->background &&
+		    json_object_object_get_ex(j->doc, "timeout", NULL))
+			return job_fail(j, "\"timeout\" does not apply to a "
+					   "background job");
 	}
 	return 0;
 }
@@ -631,6 +647,55 @@ static unsigned long long now_ms(void)
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
+/* A background job's result: started, with the process's id. */
+static void emit_started(struct batch *b, struct job *j, const char *pid,
+			 uint64_t ms)
+{
+	json_object *o = json_object_new_object(),
+		    *av = json_object_new_array();
+
+	count(b, &b->ok);
+	if (!o || !av) {
+		json_object_put(o);
+		json_object_put(av);
+		return;
+	}
+	for (size_t i = 0; i < j->argc; i++)
+		json_object_array_add(av, json_object_new_string(j->argv[i]));
+	json_object_object_add(o, "line",
+			       json_object_new_int64((int64_t)j->line));
+	json_object_object_add(o, "id", j->id ? json_object_get(j->id) : NULL);
+	json_object_object_add(o, "session",
+			       json_object_new_string(j->session));
+	json_object_object_add(o, "argv", av);
+	json_object_object_add(o, "status", json_object_new_string("started"));
+	json_object_object_add(o, "process", json_object_new_string(pid));
+	json_object_object_add(o, "exit_code", NULL);
+	json_object_object_add(o, "duration_ms",
+			       json_object_new_int64((int64_t)ms));
+	emit_json(b, o);
+}
+
+/* Start a background job; 0, or -1 with j->error set. */
+static int start_job(struct batch *b, struct job *j,
+		     const hutch_exec_options *o, unsigned long long t0)
+{
+	char pid[HUTCH_PROCESS_ID_SIZE];
+	hutch_session *h = NULL;
+	hutch_error *err = NULL;
+
+	if (hutch_session_open(&h, j->engine, j->session, NULL, &err) < 0 ||
+	    hutch_process_start(pid, sizeof(pid), h, o, &err) < 0) {
+		job_fail(j, "%s", hutch_error_message(err));
+		hutch_error_free(err);
+		hutch_session_free(h);
+		return -1;
+	}
+	hutch_session_free(h);
+	emit_started(b, j, pid, now_ms() - t0);
+	return 0;
+}
+
 static void run_job(struct batch *b, struct job *j, const char *text,
 		    int too_long)
 {
@@ -655,6 +720,11 @@ static void run_job(struct batch *b, struct job *j, const char *text,
 	o.capture = 1;
 	o.max_output = b->max_output;
 	o.cancel = b->cancel;
+	if (j->background) {
+		if (start_job(b, j, &o, t0) < 0)
+			goto fail;
+		return;
+	}
 	if (hutch_session_open(&h, j->engine, j->session, NULL, &err) < 0 ||
 	    hutch_exec_run(&res, h, &o, &err) < 0) {
 		job_fail(j, "%s", hutch_error_message(err));

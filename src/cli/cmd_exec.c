@@ -46,6 +46,9 @@ static const cli_option exec_options[] = {
 	{ "no-create", NULL, 'n',
 	  "fail when SESSION does not exist instead of making it (also "
 	  "HUTCH_NO_CREATE=1)" },
+	{ "detach", NULL, 'd',
+	  "start the command in the background, print its id and return "
+	  "(see ps, logs, kill, wait)" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -58,7 +61,7 @@ const cli_command cli_cmd_exec = {
 	.synopsis = "SESSION [options] [--] ARGV...",
 	.about =
 		"run a command in SESSION (made when missing; stdin: /dev/null)",
-	.shortopts = "+h",
+	.shortopts = "+hd",
 	.opts = { exec_options },
 };
 
@@ -67,7 +70,7 @@ const cli_command cli_cmd_sh = {
 	.fn = cmd_sh,
 	.synopsis = "SESSION [options] 'SHELL COMMAND'",
 	.about = "run a shell command line in SESSION (sh -c)",
-	.shortopts = "+h",
+	.shortopts = "+hd",
 	.opts = { exec_options },
 };
 
@@ -80,6 +83,8 @@ struct exec_args {
 	const char *name, *sh_argv[3];
 	int json;
 	int no_create;
+	int detach, timeout_given,
+		max_output_given; /* -d and what it refuses */
 };
 
 static void exec_args_free(struct exec_args *a)
@@ -93,6 +98,7 @@ static int exec_option(struct exec_args *a, int c)
 {
 	switch (c) {
 	case 't':
+		a->timeout_given = 1;
 		return cli_opt_timeout(optarg, &a->o.timeout_ms);
 	case 'w':
 		/* Relative is under /workspace: the library resolves it. */
@@ -106,9 +112,13 @@ static int exec_option(struct exec_args *a, int c)
 		a->json = 1;
 		return 0;
 	case 'm':
+		a->max_output_given = 1;
 		return cli_opt_max_output(optarg, &a->o.max_output);
 	case 'n':
 		a->no_create = 1;
+		return 0;
+	case 'd':
+		a->detach = 1;
 		return 0;
 	case 'h':
 		cli_help(a->cmd, stdout);
@@ -239,6 +249,8 @@ static int exit_status(const hutch_exec_result *res, const struct exec_args *a,
 	return EXIT_HUTCH_FAILED;
 }
 
+static int run_detached(const struct exec_args *a, hutch_session *session);
+
 static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 {
 	struct exec_args a = { .cmd = cmd, .o = HUTCH_EXEC_OPTIONS_INIT };
@@ -274,7 +286,7 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 	if (!session ||
 	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
 						      a.secrets.n, &err) < 0) ||
-	    hutch_exec_run(&res, session, &a.o, &err) < 0) {
+	    (!a.detach && hutch_exec_run(&res, session, &a.o, &err) < 0)) {
 		if (a.json) {
 			rc = print_json_error(
 				hutch_session_name_valid(a.name) ? a.name : "",
@@ -283,6 +295,10 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 		} else {
 			rc = cli_fail(err);
 		}
+		goto out;
+	}
+	if (a.detach) {
+		rc = run_detached(&a, session);
 		goto out;
 	}
 	/* A mistyped name made a new, empty session: a person sees so. */
@@ -312,4 +328,59 @@ static int cmd_exec(cli_globals *g, int argc, char **argv)
 static int cmd_sh(cli_globals *g, int argc, char **argv)
 {
 	return run(g, &cli_cmd_sh, argc, argv);
+}
+
+/* -d: start the command, print its id (or {"session","id","argv",
+ * "status":"started"} with --json) and return; it runs on. */
+static int run_detached(const struct exec_args *a, hutch_session *session)
+{
+	char id[HUTCH_PROCESS_ID_SIZE];
+	hutch_error *err = NULL;
+	json_object *o, *av;
+
+	if (a->timeout_given || a->max_output_given) {
+		cli_error("%s: --%s does not apply to -d (a background process "
+			  "runs until it ends or 'hutch kill' ends it)",
+			  a->cmd->name,
+			  a->timeout_given ? "timeout" : "max-output");
+		return EXIT_HUTCH_FAILED;
+	}
+	if (hutch_process_start(id, sizeof(id), session, &a->o, &err) < 0) {
+		int code = hutch_error_code(err);
+		/* The agent's "cannot run" (its own line, in the message)
+		 * is 127 not found, 126 not executable, as for a command
+		 * in the foreground; any other refusal is hutch's, 125. */
+		int cannot_run = strstr(hutch_error_message(err),
+					"cannot run '") != NULL;
+
+		if (a->json) {
+			print_json_error(a->name, hutch_error_message(err));
+			hutch_error_free(err);
+		} else {
+			cli_fail(err);
+		}
+		if (!cannot_run)
+			return EXIT_HUTCH_FAILED;
+		return code == HUTCH_ENOTFOUND ? 127 : 126;
+	}
+	if (!a->json) {
+		printf("%s\n", id);
+		return fflush(stdout) == 0 ? 0 : EXIT_HUTCH_FAILED;
+	}
+	o = json_object_new_object();
+	av = json_object_new_array();
+	if (!o || !av) {
+		json_object_put(o);
+		json_object_put(av);
+		return EXIT_HUTCH_FAILED;
+	}
+	for (size_t i = 0; i < a->o.argc; i++)
+		json_object_array_add(av, json_object_new_string(a->o.argv[i]));
+	json_object_object_add(o, "session", json_object_new_string(a->name));
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "argv", av);
+	json_object_object_add(o, "status", json_object_new_string("started"));
+	cli_print_json(o);
+	json_object_put(o);
+	return fflush(stdout) == 0 ? 0 : EXIT_HUTCH_FAILED;
 }

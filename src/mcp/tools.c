@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mcp.h"
 
@@ -60,7 +61,12 @@ static const char exec_in[] =
 	"/workspace.\"},"
 	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
 	"\"string\"},\"description\":\"Environment variables for this command "
-	"only, as NAME: value; they override the session's.\"}},"
+	"only, as NAME: value; they override the session's.\"},"
+	"\"background\":{\"type\":\"boolean\",\"description\":\"Start the "
+	"command in the background and return at once with its process id "
+	"(a server, a watcher, a long build): it runs until it ends or "
+	"process_kill stops it, with no timeout. Read its output with "
+	"process_output. Default false.\"}},"
 	"\"required\":[\"command\"],\"additionalProperties\":false}";
 
 static const char exec_out[] =
@@ -70,7 +76,9 @@ static const char exec_out[] =
 	"\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":"
 	"\"null when the command was killed (timeout) or its container died\"},"
 	"\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"timeout\","
-	"\"sandbox_lost\",\"cancelled\"]},"
+	"\"sandbox_lost\",\"cancelled\",\"started\"]},"
+	"\"id\":{\"type\":\"string\",\"description\":\"background: the "
+	"process's id\"},"
 	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	"\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"
 	"\"stdout_truncated\":{\"type\":\"boolean\"},"
@@ -201,6 +209,68 @@ static const char ls_out[] =
 	"\"required\":[\"path\",\"name\",\"type\"]}},"
 	"\"truncated\":{\"type\":\"boolean\"}},"
 	"\"required\":[\"path\",\"entries\",\"truncated\"]}";
+
+#define PROCESS_RECORD                                                      \
+	"{\"type\":\"object\",\"properties\":{"                             \
+	"\"id\":{\"type\":\"string\"},"                                     \
+	"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"    \
+	"\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\","  \
+	"\"killed\",\"lost\"]},"                                            \
+	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                  \
+	"\"signal\":{\"type\":[\"integer\",\"null\"]},"                     \
+	"\"uid\":{\"type\":\"integer\"},"                                   \
+	"\"started_ms\":{\"type\":\"integer\"},"                            \
+	"\"ended_ms\":{\"type\":[\"integer\",\"null\"]},"                   \
+	"\"output_bytes\":{\"type\":\"integer\"},"                          \
+	"\"dropped_bytes\":{\"type\":\"integer\"}},"                        \
+	"\"required\":[\"id\",\"argv\",\"state\",\"exit_code\",\"signal\"," \
+	"\"started_ms\",\"output_bytes\",\"dropped_bytes\"]}"
+
+static const char processes_in[] =
+	"{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}";
+
+static const char processes_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"processes\":{\"type\":\"array\",\"items\":" PROCESS_RECORD "},"
+	"\"skipped\":{\"type\":\"integer\"},"
+	"\"truncated\":{\"type\":\"boolean\"}},"
+	"\"required\":[\"processes\"]}";
+
+#define PROCESS_ID_PROP                                                     \
+	"\"id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"     \
+	"\"description\":\"The process id that exec with background: true " \
+	"returned (or processes lists).\"}"
+
+static const char output_in[] =
+	"{\"type\":\"object\",\"properties\":{" PROCESS_ID_PROP ","
+	"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":"
+	"\"Byte offset in the process's output (stdout and stderr together) "
+	"to read from: 0 (the default) for the start, or the next_offset of "
+	"the previous call to get only what is new.\"},"
+	"\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":262144,"
+	"\"description\":\"Most bytes of output to return. Default 32768.\"}},"
+	"\"required\":[\"id\"],\"additionalProperties\":false}";
+
+static const char output_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"id\":{\"type\":\"string\"},\"from\":{\"type\":\"integer\"},"
+	"\"next\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},"
+	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+	"\"process\":" PROCESS_RECORD "},"
+	"\"required\":[\"id\",\"from\",\"next\",\"stdout\",\"stderr\","
+	"\"process\"]}";
+
+static const char kill_in[] =
+	"{\"type\":\"object\",\"properties\":{" PROCESS_ID_PROP ","
+	"\"signal\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":16,"
+	"\"description\":\"The signal: TERM asks the process to end, KILL "
+	"(the default) ends it at once; INT, HUP, USR1... or a number.\"}},"
+	"\"required\":[\"id\"],\"additionalProperties\":false}";
+
+static const char kill_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"id\":{\"type\":\"string\"},\"signal\":{\"type\":\"integer\"}},"
+	"\"required\":[\"id\",\"signal\"]}";
 
 /* --- small helpers --------------------------------------------------------- */
 
@@ -547,9 +617,9 @@ static void exec_status_line(FILE *f, const hutch_exec_result *res,
 		fprintf(f,
 			"timed out after %g s: the command and every process it "
 			"started were killed. For long jobs, pass a larger timeout "
-			"(at most %d s) or start the job in the background (e.g. "
-			"'make >build.log 2>&1 &'; it keeps running after the call) "
-			"and look at its log with later calls.\n",
+			"(at most %d s) or start the job with background: true "
+			"(it keeps running after the call) and read its output "
+			"with process_output.\n",
 			timeout, EXEC_MAX_TIMEOUT_S);
 		break;
 	case HUTCH_EXEC_SANDBOX_LOST:
@@ -650,6 +720,9 @@ fail:
 	return NULL;
 }
 
+static json_object *exec_background(const hutch_exec_options *o,
+				    hutch_session *s, mcp_call_ctx *ctx);
+
 static json_object *run_exec(json_object *args, hutch_session *s,
 			     mcp_call_ctx *ctx)
 {
@@ -687,6 +760,17 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	o.on_output = exec_on_output;
 	o.payload = ctx;
 	o.cancel = ctx->cancel;
+	if (arg_bool(args, "background")) {
+		/* A background process has no timeout: it runs until it
+		 * ends or process_kill ends it. */
+		if (json_object_object_get_ex(args, "timeout", NULL))
+			r = errorf("exec: 'timeout' does not apply with "
+				   "background: true; stop the process with "
+				   "process_kill");
+		else
+			r = exec_background(&o, s, ctx);
+		goto out;
+	}
 	if (hutch_exec_run(&res, s, &o, &err) < 0)
 		r = tool_error(err, NULL);
 	else
@@ -969,6 +1053,254 @@ static json_object *run_ls(json_object *args, hutch_session *s,
 	return fs_result(res, entries_text(res, 'l'), ctx);
 }
 
+/* --- background processes -------------------------------------------------- */
+
+/* Bytes of a process's output one process_output call returns by
+ * default: as exec's, a model's context is the scarce resource. */
+#define PROCESS_OUTPUT_DEFAULT (32u * 1024u)
+#define PROCESS_OUTPUT_MAX (256u * 1024u)
+
+/* A process tool's error: an unknown id is recovered from with the list,
+ * not with the file tools. */
+static json_object *process_error(hutch_error *err)
+{
+	json_object *r;
+
+	if (hutch_error_code(err) != HUTCH_ENOTFOUND)
+		return tool_error(err, NULL);
+	r = errorf("%s\nCall processes to see the ids of the background "
+		   "processes (the records of the 64 most recent ended ones "
+		   "are kept).",
+		   hutch_error_message(err));
+	hutch_error_free(err);
+	return r;
+}
+
+/* exec with background: true. */
+static json_object *exec_background(const hutch_exec_options *o,
+				    hutch_session *s, mcp_call_ctx *ctx)
+{
+	char id[HUTCH_PROCESS_ID_SIZE];
+	hutch_error *err = NULL;
+	json_object *doc, *av;
+	char *msg = NULL;
+
+	if (hutch_process_start(id, sizeof(id), s, o, &err) < 0)
+		return tool_error(err, NULL);
+	doc = json_object_new_object();
+	av = json_object_new_array();
+	if (!doc || !av) {
+		json_object_put(doc);
+		json_object_put(av);
+		return NULL;
+	}
+	for (size_t i = 0; i < o->argc; i++)
+		json_object_array_add(av, json_object_new_string(o->argv[i]));
+	json_object_object_add(doc, "session",
+			       json_object_new_string(ctx->session));
+	json_object_object_add(doc, "argv", av);
+	json_object_object_add(doc, "exit_code", NULL);
+	json_object_object_add(doc, "status",
+			       json_object_new_string("started"));
+	json_object_object_add(doc, "id", json_object_new_string(id));
+	json_object_object_add(doc, "stdout", json_object_new_string(""));
+	json_object_object_add(doc, "stderr", json_object_new_string(""));
+	if (asprintf(&msg,
+		     "started in the background as process %s; it keeps "
+		     "running after this call. Read its output with "
+		     "process_output {\"id\":\"%s\"} (pass the next_offset it "
+		     "returns to get only what is new), stop it with "
+		     "process_kill, list processes with processes.",
+		     id, id) < 0)
+		msg = NULL;
+	return make_result(msg, doc, 0, ctx);
+}
+
+/* The result's JSON from the library, as structured content. */
+static json_object *raw_json(char *json)
+{
+	json_object *doc = json ? json_object_new_object() : NULL;
+
+	if (!doc) {
+		free(json);
+		return NULL;
+	}
+	json_object_set_serializer(doc, json_object_userdata_to_json_string,
+				   json, json_object_free_userdata);
+	return doc;
+}
+
+static void process_line(FILE *f, const hutch_process *p)
+{
+	time_t t = (time_t)(hutch_process_started_ms(p) / 1000);
+	char when[32] = "?";
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(f, "%s  ", hutch_process_id(p));
+	switch (hutch_process_get_state(p)) {
+	case HUTCH_PROCESS_EXITED:
+		fprintf(f, "exited with code %d", hutch_process_exit_code(p));
+		break;
+	case HUTCH_PROCESS_KILLED:
+		fprintf(f, "killed by signal %d", hutch_process_signal(p));
+		break;
+	default:
+		fprintf(f, "%s",
+			hutch_process_state_name(hutch_process_get_state(p)));
+	}
+	fprintf(f, "  started %s  %" PRIu64 " bytes of output  ", when,
+		hutch_process_output_bytes(p));
+	for (size_t i = 0; i < hutch_process_argc(p); i++) {
+		char *own = NULL;
+
+		fprintf(f, "%s%s", i ? " " : "",
+			hutch__utf8_shown(hutch_process_arg(p, i), 0, &own));
+		free(own);
+	}
+}
+
+static json_object *run_processes(json_object *args, hutch_session *s,
+				  mcp_call_ctx *ctx)
+{
+	hutch_process_list *l = NULL;
+	hutch_error *err = NULL;
+	char *json = NULL;
+	size_t n;
+	text t;
+
+	(void)args;
+	if (hutch_process_list_get(&l, s, &err) < 0)
+		return tool_error(err, NULL);
+	if (hutch_process_list_to_json(&json, l, &err) < 0 ||
+	    text_open(&t) < 0) {
+		hutch_process_list_free(l);
+		free(json);
+		return err ? tool_error(err, NULL) : NULL;
+	}
+	n = hutch_process_list_count(l);
+	for (size_t i = 0; i < n; i++) {
+		process_line(t.f, hutch_process_list_at(l, i));
+		fputc('\n', t.f);
+	}
+	if (n == 0)
+		fprintf(t.f, "no background processes (exec with background: "
+			     "true starts one)\n");
+	if (hutch_process_list_skipped(l))
+		fprintf(t.f,
+			"[%zu records were not well formed and are not "
+			"shown]\n",
+			hutch_process_list_skipped(l));
+	if (hutch_process_list_truncated(l))
+		fprintf(t.f, "[only the first %zu processes are listed]\n", n);
+	hutch_process_list_free(l);
+	return make_result(text_close(&t), raw_json(json), 0, ctx);
+}
+
+static json_object *run_process_output(json_object *args, hutch_session *s,
+				       mcp_call_ctx *ctx)
+{
+	hutch_process_output *o = NULL;
+	hutch_error *err = NULL;
+	const char *id = arg_str(args, "id", NULL), *out, *errs;
+	const hutch_process *p;
+	int64_t offset = arg_int(args, "offset", 0),
+		max = arg_int(args, "max_bytes", PROCESS_OUTPUT_DEFAULT);
+	size_t ol, el;
+	char *json = NULL;
+	text t;
+
+	NUL_CHECK("process_output", "id");
+	if (offset < 0 || max < 1 || max > (int64_t)PROCESS_OUTPUT_MAX)
+		return errorf("process_output: offset must be 0 or more and "
+			      "max_bytes 1 to %u",
+			      PROCESS_OUTPUT_MAX);
+	if (hutch_process_read(&o, s, id, (uint64_t)offset, (size_t)max, &err) <
+	    0)
+		return process_error(err);
+	if (hutch_process_output_to_json(&json, o, &err) < 0 ||
+	    text_open(&t) < 0) {
+		hutch_process_output_free(o);
+		free(json);
+		return err ? tool_error(err, NULL) : NULL;
+	}
+	p = hutch_process_output_process(o);
+	hutch_process_output_text(o, HUTCH_STREAM_STDOUT, &out, &ol);
+	hutch_process_output_text(o, HUTCH_STREAM_STDERR, &errs, &el);
+	if (hutch_process_output_dropped(o))
+		fprintf(t.f,
+			"[%" PRIu64 " bytes before offset %" PRIu64
+			" were dropped: each process keeps its last %u MiB]\n",
+			hutch_process_output_dropped(o),
+			hutch_process_output_from(o),
+			HUTCH_PROCESS_LOG_KEEP >> 20);
+	if (ol) {
+		fprintf(t.f, "--- stdout ---\n");
+		fwrite(out, 1, ol, t.f);
+		if (out[ol - 1] != '\n')
+			fputc('\n', t.f);
+	}
+	if (el) {
+		fprintf(t.f, "--- stderr ---\n");
+		fwrite(errs, 1, el, t.f);
+		if (errs[el - 1] != '\n')
+			fputc('\n', t.f);
+	}
+	if (!ol && !el)
+		fprintf(t.f, "(no new output)\n");
+	fprintf(t.f, "[process ");
+	process_line(t.f, p);
+	if (hutch_process_output_next(o) < hutch_process_output_bytes(p))
+		fprintf(t.f,
+			"; more output is there: call process_output with "
+			"offset %" PRIu64 "]\n",
+			hutch_process_output_next(o));
+	else if (hutch_process_get_state(p) == HUTCH_PROCESS_RUNNING)
+		fprintf(t.f,
+			"; next_offset %" PRIu64 ": call process_output with "
+			"that offset later for what is new]\n",
+			hutch_process_output_next(o));
+	else
+		fprintf(t.f, "; all of its output has been read]\n");
+	hutch_process_output_free(o);
+	return make_result(text_close(&t), raw_json(json), 0, ctx);
+}
+
+static json_object *run_process_kill(json_object *args, hutch_session *s,
+				     mcp_call_ctx *ctx)
+{
+	const char *id = arg_str(args, "id", NULL),
+		   *name = arg_str(args, "signal", NULL);
+	hutch_error *err = NULL;
+	json_object *doc;
+	int sig = name ? hutch_process_signal_parse(name) : 9;
+	char *msg = NULL;
+
+	NUL_CHECK("process_kill", "id");
+	if (sig < 0)
+		return errorf("process_kill: unknown signal '%.20s': use a "
+			      "name such as TERM, INT, KILL, or a number "
+			      "from 1 to 64",
+			      name);
+	if (hutch_process_kill(s, id, sig, &err) < 0)
+		return process_error(err);
+	doc = json_object_new_object();
+	if (!doc)
+		return NULL;
+	json_object_object_add(doc, "id", json_object_new_string(id));
+	json_object_object_add(doc, "signal", json_object_new_int(sig));
+	if (asprintf(&msg,
+		     "sent signal %d to process %s and every process it "
+		     "started%s",
+		     sig, id,
+		     sig == 9 ? "; they are gone" :
+				"; processes can choose to ignore it (KILL "
+				"cannot be)") < 0)
+		msg = NULL;
+	return make_result(msg, doc, 0, ctx);
+}
+
 /* --- the table ------------------------------------------------------------- */
 
 static mcp_tool tools[] = {
@@ -980,9 +1312,10 @@ static mcp_tool tools[] = {
 	  "non-zero exit code is a normal result for you to read, not a failure "
 	  "of the tool. Each stream is cut to its first and last 16 KiB when it "
 	  "is longer. The command and every process it started are killed after "
-	  "'timeout' seconds (default 120); a job started in the background "
-	  "with its output redirected ('server >log 2>&1 &') keeps running "
-	  "after the call. Use the file tools rather than cat, sed or find for "
+	  "'timeout' seconds (default 120). With 'background': true the "
+	  "command starts in the background and the call returns its process "
+	  "id at once: for servers and long jobs, read with process_output, "
+	  "stopped with process_kill. Use the file tools rather than cat, sed or find for "
 	  "reading, editing and searching files.",
 	  exec_in, exec_out, 0, 1, 0, run_exec, NULL, NULL },
 	{ "read_file", "Read a file",
@@ -1023,6 +1356,22 @@ static mcp_tool tools[] = {
 	  "sorted by name: each entry's type, size and name, with a symlink's "
 	  "target. Not recursive: use find for that.",
 	  ls_in, ls_out, 1, 0, 1, run_ls, NULL, NULL },
+	{ "processes", "List background processes",
+	  "List the processes started with exec background: true in this "
+	  "sandbox, with each one's id, state (running, exited with its code, "
+	  "killed by a signal), start time, output size and command.",
+	  processes_in, processes_out, 1, 0, 1, run_processes, NULL, NULL },
+	{ "process_output", "Read a background process's output",
+	  "Read the output (stdout and stderr) of a background process from a "
+	  "byte offset, without waiting. Returns the text, the process's state "
+	  "and next_offset: pass it as offset to the next call to get only "
+	  "what is new. Each process keeps its last 8 MiB of output; bytes "
+	  "older than that are dropped and the result says how many.",
+	  output_in, output_out, 1, 0, 1, run_process_output, NULL, NULL },
+	{ "process_kill", "Stop a background process",
+	  "Send a signal (default KILL) to a background process and every "
+	  "process it started. Its output stays readable with process_output.",
+	  kill_in, kill_out, 0, 1, 1, run_process_kill, NULL, NULL },
 };
 
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))

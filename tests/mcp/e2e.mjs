@@ -65,6 +65,9 @@ const TOOLS = {
 	grep: ['pattern'],
 	find: ['pattern'],
 	list_dir: [],
+	processes: [],
+	process_output: ['id'],
+	process_kill: ['id'],
 };
 
 test('a server without --session removes its own session at the end', async () => {
@@ -99,7 +102,7 @@ test('initialize is answered without touching the engine', async () => {
 	assert.ok(Date.now() - t0 < 5000, 'initialize took too long');
 });
 
-test('tools/list gives the seven tools with strict schemas', async () => {
+test('tools/list gives the ten tools with strict schemas', async () => {
 	const { tools } = await client.listTools();
 	assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(TOOLS).sort());
 	for (const t of tools) {
@@ -173,6 +176,58 @@ test('exec: env for one command', async () => {
 	const bad = await client.callTool({ name: 'exec', arguments: { command: 'true', env: { 'A=B': 'x' } } });
 	assert.equal(bad.isError, true);
 	assert.match(text(bad), /env name 'A=B'/);
+});
+
+test('background: start, list, read by offset until it ends, kill', async () => {
+	// Waits for a file, so it runs when it is looked at, whatever the time.
+	const r = await call('exec', {
+		command: 'echo one; while [ ! -e go ]; do sleep 0.05; done; echo two >&2; exit 4',
+		background: true,
+	});
+	const id = r.structuredContent.id;
+	assert.match(id, /^p[0-9a-f]{8}$/);
+	assert.equal(r.structuredContent.status, 'started');
+	assert.equal(r.structuredContent.exit_code, null);
+	assert.match(text(r), /process_output/);
+	let l = await call('processes', {});
+	let p = l.structuredContent.processes.find((e) => e.id === id);
+	assert.equal(p.state, 'running');
+	// Poll by offset, as an agent would: only what is new each time.
+	let offset = 0, out = '', err = '';
+	for (;;) {
+		const o = await call('process_output', { id, offset });
+		assert.equal(o.structuredContent.from, offset);
+		out += o.structuredContent.stdout;
+		err += o.structuredContent.stderr;
+		offset = o.structuredContent.next;
+		if (out === 'one\n') await call('exec', { command: 'touch go' });
+		const st = o.structuredContent.process;
+		if (st.state !== 'running' && offset === st.output_bytes) {
+			assert.equal(st.exit_code, 4);
+			break;
+		}
+	}
+	assert.equal(out, 'one\n');
+	assert.equal(err, 'two\n');
+	l = await call('processes', {});
+	p = l.structuredContent.processes.find((e) => e.id === id);
+	assert.equal(p.state, 'exited');
+	// A server, then process_kill: it is gone.
+	const srv = await call('exec', { command: 'echo up; exec sleep 1000', background: true });
+	await call('process_kill', { id: srv.structuredContent.id, signal: 'TERM' });
+	for (;;) {
+		l = await call('processes', {});
+		p = l.structuredContent.processes.find((e) => e.id === srv.structuredContent.id);
+		if (p.state !== 'running') break;
+	}
+	assert.equal(p.state, 'killed');
+	assert.equal(p.signal, 15);
+	const bad = await client.callTool({ name: 'process_output', arguments: { id: 'p00000000' } });
+	assert.equal(bad.isError, true);
+	assert.match(text(bad), /no background process 'p00000000'.*\n.*processes/s);
+	const t = await client.callTool({ name: 'exec', arguments: { command: 'true', background: true, timeout: 5 } });
+	assert.equal(t.isError, true);
+	assert.match(text(t), /'timeout' does not apply/);
 });
 
 test('file tools: write, read, edit, grep, find, list_dir', async () => {

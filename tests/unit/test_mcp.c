@@ -395,19 +395,20 @@ static json_object *list_tools(int64_t id)
 	return tools;
 }
 
-Test(mcp, tools_list_has_the_seven_tools)
+Test(mcp, tools_list_has_the_ten_tools)
 {
-	static const char *const names[] = { "exec",	   "read_file",
-					     "write_file", "edit_file",
-					     "grep",	   "find",
-					     "list_dir" };
+	static const char *const names[] = { "exec",	       "read_file",
+					     "write_file",     "edit_file",
+					     "grep",	       "find",
+					     "list_dir",       "processes",
+					     "process_output", "process_kill" };
 	json_object *tools;
 
 	start();
 	initialize("2025-06-18");
 	tools = list_tools(1);
-	cr_assert_eq(json_object_array_length(tools), 7);
-	for (size_t i = 0; i < 7; i++) {
+	cr_assert_eq(json_object_array_length(tools), 10);
+	for (size_t i = 0; i < 10; i++) {
 		json_object *t = json_object_array_get_idx(tools, i);
 
 		cr_expect_str_eq(get_str(t, "name"), names[i]);
@@ -429,7 +430,82 @@ Test(mcp, tools_list_has_the_seven_tools)
 	cr_expect(!json_object_get_boolean(
 		get(json_object_array_get_idx(tools, 0),
 		    "annotations.readOnlyHint")));
+	/* Listing and reading processes change nothing; a kill does. */
+	cr_expect(
+		json_object_get_boolean(get(json_object_array_get_idx(tools, 7),
+					    "annotations.readOnlyHint")));
+	cr_expect(
+		json_object_get_boolean(get(json_object_array_get_idx(tools, 8),
+					    "annotations.readOnlyHint")));
+	cr_expect(!json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 9),
+		    "annotations.readOnlyHint")));
+	cr_expect(
+		json_object_get_boolean(get(json_object_array_get_idx(tools, 9),
+					    "annotations.destructiveHint")));
 	json_object_put(tools);
+}
+
+/* exec with background: true answers {"status":"started","id":...}, which
+ * the exec tool's output schema must accept, as a client checks it; the
+ * new tools' inputs refuse what their code would not take. */
+Test(mcp, background_schemas)
+{
+	static const char started[] =
+		"{\"session\":\"s\",\"argv\":[\"sleep\",\"9\"],"
+		"\"exit_code\":null,\"status\":\"started\",\"id\":\"p0a1b2c3d\","
+		"\"stdout\":\"\",\"stderr\":\"\"}";
+	static const struct {
+		const char *tool, *args, *why;
+	} bad[] = {
+		{ "exec", "{\"command\":\"x\",\"background\":1}",
+		  "'background' must be true or false" },
+		{ "process_output", "{}", "missing required argument 'id'" },
+		{ "process_output", "{\"id\":\"p1\",\"offset\":-1}",
+		  "'offset' must be at least 0" },
+		{ "process_output", "{\"id\":\"p1\",\"max_bytes\":0}",
+		  "'max_bytes' must be at least 1" },
+		{ "process_output", "{\"id\":\"p1\",\"max_bytes\":262145}",
+		  "'max_bytes' must be at most 262144" },
+		{ "process_output", "{\"id\":\"\"}", "'id' must not be empty" },
+		{ "process_kill", "{\"id\":\"p1\",\"signal\":9}",
+		  "'signal' must be a string" },
+		{ "processes", "{\"all\":true}",
+		  "unknown argument 'all'; the arguments are" },
+	};
+	json_object *tools, *schema = NULL, *doc;
+	char msg[300];
+
+	start();
+	initialize("2025-06-18");
+	tools = list_tools(1);
+	for (size_t i = 0; i < json_object_array_length(tools); i++) {
+		json_object *t = json_object_array_get_idx(tools, i);
+
+		if (strcmp(get_str(t, "name"), "exec") == 0)
+			schema = get(t, "outputSchema");
+	}
+	cr_assert_not_null(schema);
+	doc = json_tokener_parse(started);
+	cr_assert_not_null(doc);
+	cr_expect_eq(mcp_schema_check(schema, doc, "", msg, sizeof(msg)), 0,
+		     "%s", msg);
+	json_object_put(doc);
+	json_object_put(tools);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const mcp_tool *t = mcp_tool_find(bad[i].tool);
+		json_object *v = json_tokener_parse(bad[i].args);
+
+		cr_assert_not_null(t);
+		cr_assert_not_null(v);
+		msg[0] = '\0';
+		cr_expect_eq(mcp_schema_check(mcp_tool_input_schema(t), v, "",
+					      msg, sizeof(msg)),
+			     -1, "%s %s accepted", bad[i].tool, bad[i].args);
+		cr_expect_str_eq(msg, bad[i].why, "%s %s: %s", bad[i].tool,
+				 bad[i].args, msg);
+		json_object_put(v);
+	}
 }
 
 Test(mcp, tools_list_for_an_old_client_has_no_new_fields)
@@ -439,8 +515,8 @@ Test(mcp, tools_list_for_an_old_client_has_no_new_fields)
 	start();
 	initialize("2024-11-05");
 	tools = list_tools(1);
-	cr_assert_eq(json_object_array_length(tools), 7);
-	for (size_t i = 0; i < 7; i++) {
+	cr_assert_eq(json_object_array_length(tools), 10);
+	for (size_t i = 0; i < 10; i++) {
 		json_object *t = json_object_array_get_idx(tools, i);
 
 		cr_expect_null(get(t, "outputSchema"));
@@ -950,11 +1026,20 @@ Test(wire, tool_schemas_accept_good_arguments)
 		{ "find",
 		  "{\"pattern\":\"*.c\",\"path\":\"src\",\"type\":\"directory\",\"max_results\":5}" },
 		{ "list_dir", "{}" },
+		{ "exec", "{\"command\":\"python3 -m http.server\","
+			  "\"background\":true,\"workdir\":\"www\"}" },
+		{ "processes", "{}" },
+		{ "process_output", "{\"id\":\"p0a1b2c3d\"}" },
+		{ "process_output",
+		  "{\"id\":\"p0a1b2c3d\",\"offset\":4096,\"max_bytes\":100}" },
+		{ "process_kill", "{\"id\":\"p0a1b2c3d\"}" },
+		{ "process_kill",
+		  "{\"id\":\"p0a1b2c3d\",\"signal\":\"TERM\"}" },
 	};
 	char msg[300];
 
 	cr_assert_eq(mcp_tools_init(), 0);
-	cr_assert_eq(mcp_tool_count(), 7);
+	cr_assert_eq(mcp_tool_count(), 10);
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		const mcp_tool *t = mcp_tool_find(good[i].tool);
 		json_object *v = json_tokener_parse(good[i].args);
