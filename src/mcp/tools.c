@@ -60,7 +60,13 @@ static const char exec_in[] =
 	"/workspace.\"},"
 	"\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
 	"\"string\"},\"description\":\"Environment variables for this command "
-	"only, as NAME: value; they override the session's.\"}},"
+	"only, as NAME: value; they override the session's.\"},"
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the "
+	"command as its standard input, followed by end of file. Without it "
+	"the command's stdin is empty (/dev/null).\"},"
+	"\"user\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Run this command as USER or USER:GROUP (names or numeric ids) "
+	"instead of the session's user.\"}},"
 	"\"required\":[\"command\"],\"additionalProperties\":false}";
 
 static const char exec_out[] =
@@ -675,6 +681,14 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	}
 	/* As `hutch exec --workdir`, a relative workdir is under /workspace:
 	 * the library resolves it. */
+	/* stdin goes by its length: a "\u0000" in it is a NUL byte, given to
+	 * the command as it is. */
+	o.input = arg_str(args, "stdin", &o.input_len);
+	o.user = arg_str(args, "user", NULL);
+	if (o.user && has_nul(args, "user")) {
+		r = errorf("exec: 'user' contains a NUL character");
+		goto out;
+	}
 	o.argv = argv;
 	o.argc = argc;
 	o.env = (const char *const *)env;
