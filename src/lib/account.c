@@ -15,11 +15,13 @@
  * is the one hutch created the container with (session.c: the image's
  * "sandbox" user, 1000:1000, a bind mount's owner, or --user).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 
+#include "../shared/agent_protocol.h"
 #include "account.h"
 #include "engine_api.h"
 #include "engine_api_exec.h"
@@ -181,6 +183,141 @@ long hutch__container_account_id(hutch_engine *e, const char *container,
 	free(passwd);
 	/* Not read, and not because it is missing: nobody knows. */
 	return !passwd && status != 404 && status != 200 ? -2 : u;
+}
+
+/* ---- a command's own user (hutch_exec_options.user) ------------------ */
+
+/* The largest id the engines take: (uid_t)-1 means "no change". */
+#define MAX_ID 4294967294UL
+
+/* A number in NAME's place: 1 with *id, 0 when it is a name. */
+static int numeric_id(const char *s, unsigned long *id)
+{
+	char *end;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return 0;
+	errno = 0;
+	*id = strtoul(s, &end, 10);
+	/* Too large: read as a name, which no file has. */
+	return errno == 0 && *id <= MAX_ID;
+}
+
+int hutch__user_spec_valid(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = strlen(spec), u = colon ? (size_t)(colon - spec) : n;
+
+	/* NAME or NAME:GROUP, each 1..64 of the characters passwd names
+	 * use, no second ':' (it would be a passwd field separator), not
+	 * an option ('-'). */
+	return u > 0 && u <= 64 &&
+	       (!colon || (n - u - 1 > 0 && n - u - 1 <= 64)) &&
+	       spec[0] != '-' && (!colon || colon[1] != '-') &&
+	       strspn(spec, "abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:") == n &&
+	       (!colon || !strchr(colon + 1, ':'));
+}
+
+/* The reserved uid: see hutch__container_user. */
+static int reserved(const char *spec, unsigned long uid, hutch_error **err)
+{
+	if (uid != HUTCH_AGENT_OWNER_UID)
+		return 0;
+	return hutch__error_set(
+		err, HUTCH_EINVALID,
+		"user '%.140s' is uid %u, which hutch reserves for the owner of "
+		"its agent: a command may not run as it",
+		spec, HUTCH_AGENT_OWNER_UID);
+}
+
+int hutch__container_user(hutch_engine *e, const char *container,
+			  const char *spec, unsigned int *uid,
+			  unsigned int *gid, hutch_error **err)
+{
+	char user[72], *grp;
+	unsigned long u, g = 0;
+	long status = 0, v;
+	char *passwd = NULL, *group = NULL;
+	int rc = 0, have_g = 0;
+
+	if (!hutch__user_spec_valid(spec))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"invalid user '%.140s': expected USER or USER:GROUP, names "
+			"or numbers",
+			spec);
+	snprintf(user, sizeof(user), "%s", spec);
+	grp = strchr(user, ':');
+	if (grp)
+		*grp++ = '\0';
+	if (grp && numeric_id(grp, &g))
+		have_g = 1;
+	if (numeric_id(user, &u)) {
+		/* Refused before anything is read: the number is final. */
+		if ((rc = reserved(spec, u, err)) < 0)
+			return rc;
+		if (have_g)
+			goto done;
+	}
+	/* A name, or a uid whose group comes from its passwd entry: the
+	 * container's own file (the sandbox may have changed it; what it
+	 * says only decides which uid its own command runs as, and that uid
+	 * is checked below whatever the file says). */
+	passwd = account_db(e, container, "/etc/passwd", &status);
+	if (!passwd && status != 200 && status != 404)
+		return hutch__error_set(
+			err, HUTCH_EFAILED,
+			"cannot read the session's /etc/passwd (engine answered %ld)",
+			status);
+	if (!numeric_id(user, &u)) {
+		v = passwd ? account_lookup(passwd, user, 2) : -1;
+		if (v < 0 || (unsigned long)v > MAX_ID) {
+			rc = hutch__error_set(
+				err,
+				status == 404 ? HUTCH_ENOTFOUND :
+						HUTCH_EINVALID,
+				"no user '%.64s' in the session's /etc/passwd",
+				user);
+			goto out;
+		}
+		u = (unsigned long)v;
+		if ((rc = reserved(spec, u, err)) < 0)
+			goto out;
+		if (!grp) {
+			v = account_lookup(passwd, user, 3);
+			g = v >= 0 && (unsigned long)v <= MAX_ID ?
+				    (unsigned long)v :
+				    0;
+			have_g = 1;
+		}
+	}
+	if (!grp && !have_g) {
+		/* A uid alone: its passwd entry's group, as the engines do;
+		 * 0 when it has none (the engines' default too). */
+		v = passwd ? group_of_uid(passwd, (long)u) : -1;
+		g = v >= 0 && (unsigned long)v <= MAX_ID ? (unsigned long)v : 0;
+		have_g = 1;
+	}
+	if (!have_g) {
+		group = account_db(e, container, "/etc/group", &status);
+		v = group ? account_lookup(group, grp, 2) : -1;
+		if (v < 0 || (unsigned long)v > MAX_ID) {
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"no group '%.64s' in the session's /etc/group",
+				grp);
+			goto out;
+		}
+		g = (unsigned long)v;
+	}
+done:
+	*uid = (unsigned int)u;
+	*gid = (unsigned int)g;
+out:
+	free(passwd);
+	free(group);
+	return rc;
 }
 
 int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,

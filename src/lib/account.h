@@ -26,6 +26,23 @@ int hutch__container_owner(hutch_engine *e, const char *container,
 long hutch__container_account_id(hutch_engine *e, const char *container,
 				 const char *name, long *gid);
 
+/*
+ * A command's own user (hutch_exec_options.user), "USER[:GROUP]" with
+ * names or numbers, as the numbers the engine is to be given: names are
+ * looked up in the container's /etc/passwd and /etc/group; a uid alone
+ * gets its passwd entry's group (0 when none), as the engines do.
+ * Returns 0, HUTCH_EINVALID (bad syntax, an unknown name, the reserved
+ * HUTCH_AGENT_OWNER_UID), HUTCH_ENOTFOUND when the container's
+ * /etc/passwd was not there (the container may be gone: the caller may
+ * bring it back and ask again), or HUTCH_EFAILED when the engine could
+ * not be asked.
+ */
+int hutch__container_user(hutch_engine *e, const char *container,
+			  const char *spec, unsigned int *uid,
+			  unsigned int *gid, hutch_error **err);
+/* 1 when `spec` has the shape of USER[:GROUP] (nothing is looked up). */
+int hutch__user_spec_valid(const char *spec);
+
 /* The same for a session's container (also declared, for the session files, in
  * session_internal.h). */
 int hutch__session_owner(hutch_session *s, unsigned int *uid, unsigned int *gid,

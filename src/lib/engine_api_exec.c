@@ -47,18 +47,22 @@ static json_object *exec_create_body(const struct hutch__exec_spec *spec)
 		json_object_put(env);
 		return NULL;
 	}
-	json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	json_object_object_add(body, "AttachStdin",
+			       json_object_new_boolean(spec->attach_stdin));
 	json_object_object_add(body, "AttachStdout",
 			       json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr",
 			       json_object_new_boolean(1));
-	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "Tty", json_object_new_boolean(spec->tty));
 	json_object_object_add(body, "Cmd", cmd);
 	if (env)
 		json_object_object_add(body, "Env", env);
 	if (spec->workdir)
 		json_object_object_add(body, "WorkingDir",
 				       json_object_new_string(spec->workdir));
+	if (spec->user)
+		json_object_object_add(body, "User",
+				       json_object_new_string(spec->user));
 	return body;
 }
 
@@ -105,15 +109,86 @@ int hutch__api_exec_create(hutch_engine *e, const char *container,
 	return rc;
 }
 
+/* The terminal's size as the caller tells it, sent on when it changed. */
+struct resizer {
+	hutch_engine *e;
+	const char *id;
+	const struct hutch__exec_stream *stream;
+	unsigned short rows, cols;
+	int sent;
+};
+
+static void resize_tick(void *p)
+{
+	struct resizer *z = p;
+	unsigned short rows = 24, cols = 80;
+	hutch_error *err = NULL;
+
+	if (z->stream->tty_size &&
+	    z->stream->tty_size(&rows, &cols, z->stream->tty_payload) < 0) {
+		if (z->sent)
+			return; /* unknown now: keep what it had */
+		rows = 24;
+		cols = 80;
+	}
+	if (rows == 0 || cols == 0 ||
+	    (z->sent && rows == z->rows && cols == z->cols))
+		return;
+	/* A failed resize (the exec just ended) is not the command's
+	 * failure: the next change tries again. */
+	if (hutch__api_exec_resize(z->e, z->id, rows, cols, "resize exec",
+				   &err) == 0) {
+		z->rows = rows;
+		z->cols = cols;
+		z->sent = 1;
+	}
+	hutch_error_free(err);
+}
+
+/* With stdin or a terminal: the upgraded connection (see http.h). */
+static int exec_start_upgraded(hutch_engine *e, const char *id,
+			       const char *path, const char *body,
+			       const struct hutch__exec_stream *stream,
+			       hutch__response *resp, hutch_error **err)
+{
+	struct resizer z = { e, id, stream, 0, 0, 0 };
+	hutch__upgrade_request req = {
+		.path = path,
+		.body = body,
+		.body_len = strlen(body),
+		.sink = stream->sink,
+		.sink_payload = stream->payload,
+		.deadline_ms = stream->deadline_ms,
+		.on_deadline = stream->on_deadline,
+		.cancel = stream->cancel,
+		.cancel2 = stream->cancel2,
+		.input = stream->input,
+		.input_len = stream->input_len,
+		.input_fd = stream->input_fd,
+		/* A terminal has no end of file to send (^D is the
+		 * terminal's), and Docker ends a TTY exec's output stream
+		 * when the input half-closes: the output would be lost. */
+		.no_half_close = stream->tty,
+		.tick = stream->tty ? resize_tick : NULL,
+		.tick_payload = &z,
+	};
+	int rc = hutch__http_upgrade(e, &req, resp, err);
+
+	if (stream->input_taken)
+		*stream->input_taken = resp->input_taken;
+	return rc;
+}
+
 int hutch__api_exec_start(hutch_engine *e, const char *id,
 			  const struct hutch__exec_stream *stream,
 			  int *streamed, const char *what, hutch_error **err)
 {
-	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	const char *body = stream->tty ? "{\"Detach\":false,\"Tty\":true}" :
+					 "{\"Detach\":false,\"Tty\":false}";
 	hutch__request req = {
 		.method = "POST",
 		.body = body,
-		.body_len = sizeof(body) - 1,
+		.body_len = strlen(body),
 		.sink = stream->sink,
 		.sink_payload = stream->payload,
 		.deadline_ms = stream->deadline_ms,
@@ -126,14 +201,31 @@ int hutch__api_exec_start(hutch_engine *e, const char *id,
 
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
 	req.path = path;
-	rc = hutch__http(e, &req, &resp, err);
+	if (stream->input_taken)
+		*stream->input_taken = 0;
+	if (stream->input || stream->input_fd >= 0 || stream->tty)
+		rc = exec_start_upgraded(e, id, path, body, stream, &resp, err);
+	else
+		rc = hutch__http(e, &req, &resp, err);
 	/* The status is known even when the transfer broke mid-stream. */
-	*streamed = resp.status >= 200 && resp.status < 300;
+	*streamed = resp.status == 101 ||
+		    (resp.status >= 200 && resp.status < 300);
 	if (rc == 0 && !*streamed)
 		rc = hutch__engine_error(err, resp.status, resp.body.data,
 					 resp.body.len, what);
 	hutch__response_free(&resp);
 	return rc;
+}
+
+int hutch__api_exec_resize(hutch_engine *e, const char *id, unsigned short rows,
+			   unsigned short cols, const char *what,
+			   hutch_error **err)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/exec/%s/resize?h=%u&w=%u", id,
+		 (unsigned int)rows, (unsigned int)cols);
+	return hutch__engine_call(e, "POST", path, NULL, NULL, NULL, what, err);
 }
 
 int hutch__api_exec_inspect(hutch_engine *e, const char *id,

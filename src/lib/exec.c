@@ -14,15 +14,21 @@
  * judge_ending, sandbox_lost).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #include <hutch/exec.h>
 
+#include "account.h"
 #include "agent_blob.h"
 #include "capture.h"
 #include "common.h"
@@ -183,6 +189,17 @@ struct run {
 	size_t errtail_len;
 	char tag[32];
 	char exec_id[128];
+	/* The command's own user as the engine gets it, numeric "UID:GID",
+	 * or "" for the session's; the kill runs as it too. */
+	char user[32];
+	/* on_input: a thread of its own calls it and writes what it gives
+	 * into a pipe, whose read end the transport reads as input_fd. */
+	int in_pipe[2];
+	pthread_t in_thread;
+	int in_thread_started;
+	hutch_cancel in_cancel;		/* on_input returned -1 */
+	long in_bad;			/* on_input returned more than asked */
+	unsigned long long input_taken; /* bytes of input consumed */
 	/* What the run has come to so far: */
 	unsigned long long t0;
 	int rc;		   /* of creating the exec and reading its stream */
@@ -319,7 +336,18 @@ static void flush_redaction(struct run *r, int cut)
 static int on_stream(const char *data, size_t len, void *p)
 {
 	struct run *r = p;
-	int rc = hutch__demux_feed(&r->demux, data, len, on_frame, r);
+	int rc;
+
+	/* A terminal's output is one raw stream, no frames: it all goes
+	 * where stdout goes, redacted as stdout is.  Its tail is kept too:
+	 * the agent's out-of-memory line comes this way. */
+	if (r->o->tty) {
+		r->seen += len;
+		keep_tail(r, data, len);
+		return hutch__redact_feed(&r->red[0], data, len, deliver,
+					  &r->sink[0]) != 0;
+	}
+	rc = hutch__demux_feed(&r->demux, data, len, on_frame, r);
 
 	if (rc < 0)
 		r->malformed = 1;
@@ -346,12 +374,52 @@ static int check_utf8(const hutch__secrets *set, const char *what,
 	return rc;
 }
 
+/* The version-2 fields: at most one input, a usable fd, a user of the
+ * right shape (it is looked up later, in the container). */
+static int validate_v2(const hutch_exec_options *o, hutch_error **err)
+{
+	int sources =
+		(o->input != NULL) + (o->input_fd >= 0) + (o->on_input != NULL);
+
+	if (sources > 1)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"more than one standard input given (input, input_fd, "
+			"on_input): at most one");
+	if (!o->input && o->input_len)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"input_len is %zu but input is NULL",
+					o->input_len);
+	if (o->input_fd < -1)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"input_fd %d: -1 or a descriptor",
+					o->input_fd);
+	if (o->input_fd >= 0 && fcntl(o->input_fd, F_GETFD) < 0)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"input_fd %d is not an open file descriptor: %s",
+			o->input_fd, strerror(errno));
+	if (o->input_fd >= 0 &&
+	    (fcntl(o->input_fd, F_GETFL) & O_ACCMODE) == O_WRONLY)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"input_fd %d is not open for reading",
+					o->input_fd);
+	if (o->user && !hutch__user_spec_valid(o->user))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"invalid user '%.80s': expected USER or USER:GROUP, names "
+			"or numbers",
+			o->user);
+	return 0;
+}
+
 static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 		    hutch_error **err)
 {
-	if (!o || o->version != HUTCH_EXEC_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"unsupported hutch_exec_options");
+	int rc;
+
+	if ((rc = validate_v2(o, err)) < 0)
+		return rc;
 	if (!o->argv || o->argc == 0 || !o->argv[0] || !o->argv[0][0])
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"no command given");
@@ -361,7 +429,6 @@ static int validate(const hutch_exec_options *o, const hutch__secrets *set,
 					o->argc, MAX_ARGS);
 	for (size_t i = 0; i < o->argc; i++) {
 		char what[40];
-		int rc;
 
 		if (!o->argv[i])
 			return hutch__error_set(err, HUTCH_EINVALID,
@@ -492,10 +559,42 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 		.deadline_ms = deadline,
 		.on_deadline = on_deadline,
 		.cancel = cancel,
+		.input_fd = -1,
 	};
 
 	return hutch__api_exec_start(hutch_session_engine(r->s), id, &stream,
 				     streamed, what, err);
+}
+
+static unsigned long long on_deadline(void *p);
+
+/* The command's own start: exec_start with its input and terminal. */
+static int exec_start_command(struct run *r, unsigned long long deadline,
+			      hutch_error **err)
+{
+	const hutch_exec_options *o = r->o;
+	unsigned long long taken = 0;
+	struct hutch__exec_stream stream = {
+		.sink = on_stream,
+		.payload = r,
+		.deadline_ms = deadline,
+		.on_deadline = on_deadline,
+		.cancel = o->cancel,
+		.cancel2 = o->on_input ? &r->in_cancel : NULL,
+		.input = o->input,
+		.input_len = o->input_len,
+		.input_fd = o->on_input ? r->in_pipe[0] : o->input_fd,
+		.tty = o->tty,
+		.tty_size = o->tty_size,
+		.tty_payload = o->tty_payload,
+		.input_taken = &taken,
+	};
+	int rc = hutch__api_exec_start(hutch_session_engine(r->s), r->exec_id,
+				       &stream, &r->streamed, "start exec",
+				       err);
+
+	r->input_taken += taken;
+	return rc;
 }
 
 /* Inspect exec `id` until the engine says it has ended: Podman can answer
@@ -546,6 +645,13 @@ static int kill_tree(struct run *r, hutch_error **err)
 	 * command can never become another user. */
 	struct hutch__exec_spec spec = { .argv = argv, .argc = 3 };
 	char kill_id[129];
+
+	/* A command run as another user (hutch_exec_options.user) is killed
+	 * as that user: without CAP_KILL only the same uid can signal it.
+	 * r->user is the same numeric UID:GID the command got, never a name
+	 * looked up again. */
+	if (r->user[0])
+		spec.user = r->user;
 	int code = -1, streamed, rc;
 
 	rc = exec_create(r, &spec, kill_id, sizeof(kill_id), "create kill exec",
@@ -784,8 +890,7 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 	deadline = r->o->timeout_ms ? hutch__now_ms() + r->o->timeout_ms : 0;
 	hutch__demux_init(&r->demux);
 	r->backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
-	r->rc = exec_start(r, r->exec_id, on_stream, deadline, on_deadline,
-			   r->o->cancel, &r->streamed, "start exec", &r->lerr);
+	r->rc = exec_start_command(r, deadline, &r->lerr);
 }
 
 /* Run the command, and once more when its container was gone. */
@@ -798,6 +903,14 @@ static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 	 * cannot run the command twice. */
 	if (!((r->rc == HUTCH_ENOTFOUND || r->rc == HUTCH_ENOTRUNNING) &&
 	      r->seen == 0 && r->demux.frames == 0))
+		return;
+	/* Nor the input twice, or half of it: a buffer is sent again whole;
+	 * an fd (or on_input's pipe, whose bytes stay in it until read)
+	 * only when not a byte was read from it.  The engine refuses a
+	 * start before the stream begins, and the transport reads no input
+	 * before that, so this holds in practice; it is checked all the
+	 * same. */
+	if (r->input_taken && !r->o->input)
 		return;
 	hutch_error_free(r->lerr);
 	r->lerr = NULL;
@@ -966,6 +1079,142 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 	return RUN_DECIDED;
 }
 
+/* ---- standard input from a callback ---------------------------------- */
+
+#define INPUT_PIECE (64u * 1024u)
+
+/*
+ * The thread that calls on_input and writes what it gives into the pipe
+ * the transport reads.  It ends when on_input says the input ended (then
+ * the pipe's end of file is the command's), when it asks to cancel, or
+ * when a write fails because the read end was closed: the command ended
+ * first and input_stop() closed it, so on_input is not called again.
+ * The pipe's capacity bounds how far ahead of the command it reads.
+ */
+static void *input_thread(void *p)
+{
+	struct run *r = p;
+	char *buf = malloc(INPUT_PIECE);
+	sigset_t all;
+	long n;
+
+	/* Signals stay with the caller's threads; a write to the closed
+	 * pipe is EPIPE here, never a SIGPIPE for the process. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (buf) {
+		n = r->o->on_input(buf, INPUT_PIECE, r->o->input_payload);
+		if (n == 0)
+			break;
+		if (n < 0 || (size_t)n > INPUT_PIECE) {
+			if (n > 0)
+				r->in_bad = n;
+			hutch_cancel_raise(&r->in_cancel);
+			break;
+		}
+		for (size_t off = 0; off < (size_t)n;) {
+			ssize_t w = write(r->in_pipe[1], buf + off,
+					  (size_t)n - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				goto out;
+			off += (size_t)w;
+		}
+	}
+out:
+	free(buf);
+	/* The end of the input, for the transport. */
+	close(r->in_pipe[1]);
+	return NULL;
+}
+
+static int input_start(struct run *r, hutch_error **err)
+{
+	int rc;
+
+	r->in_pipe[0] = r->in_pipe[1] = -1;
+	if (!r->o->on_input)
+		return 0;
+	if (pipe2(r->in_pipe, O_CLOEXEC) < 0)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"no pipe for the input: %s",
+					strerror(errno));
+	rc = pthread_create(&r->in_thread, NULL, input_thread, r);
+	if (rc) {
+		close(r->in_pipe[0]);
+		close(r->in_pipe[1]);
+		r->in_pipe[0] = r->in_pipe[1] = -1;
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"no thread for the input: %s",
+					strerror(rc));
+	}
+	r->in_thread_started = 1;
+	return 0;
+}
+
+/* Every path of a run ends here: closing the read end makes the thread's
+ * next write fail, so it ends once the on_input call in progress (if
+ * any) returns. */
+static void input_stop(struct run *r)
+{
+	if (!r->in_thread_started)
+		return;
+	close(r->in_pipe[0]);
+	r->in_pipe[0] = -1;
+	pthread_join(r->in_thread, NULL);
+	r->in_thread_started = 0;
+}
+
+/* ---- the command's user ----------------------------------------------- */
+
+/*
+ * hutch_exec_options.user as the engine gets it: numbers, "UID:GID",
+ * looked up here in the container's own /etc/passwd and /etc/group
+ * (account.c), so the engine resolves no name that the sandbox may have
+ * changed between our look and its.  The reserved uid of the agent's
+ * owner is refused (hutch__container_user): the agent's directory and
+ * file are that uid's and writable by no one else (agent_blob.c), so a
+ * command as any other uid cannot replace the agent that installs the
+ * seccomp filter of every later command.  Root is no exception: the
+ * session's commands have no CAP_DAC_OVERRIDE or CAP_FOWNER (CapDrop
+ * ALL), so root too is held to the owner and mode bits.  The group does
+ * not matter: the agent's files give their group no write.
+ */
+static int resolve_user(struct run *r, hutch_error **err)
+{
+	unsigned int uid, gid;
+	int rc;
+
+	r->user[0] = '\0';
+	if (!r->o->user)
+		return 0;
+	rc = hutch__container_user(hutch_session_engine(r->s),
+				   hutch__session_container(r->s), r->o->user,
+				   &uid, &gid, err);
+	if (rc == HUTCH_ENOTFOUND) {
+		/* No /etc/passwd: the container may not be there yet (a new
+		 * session, or a gone one); bring it up and look again. */
+		hutch_error_free(err ? *err : NULL);
+		if (err)
+			*err = NULL;
+		rc = hutch_session_ensure(r->s, NULL, err);
+		if (rc == 0)
+			rc = hutch__container_user(
+				hutch_session_engine(r->s),
+				hutch__session_container(r->s), r->o->user,
+				&uid, &gid, err);
+		if (rc == HUTCH_ENOTFOUND)
+			rc = hutch__error_wrap(err, HUTCH_EINVALID,
+					       "user '%.80s'", r->o->user);
+	}
+	if (rc < 0)
+		return rc;
+	snprintf(r->user, sizeof(r->user), "%u:%u", uid, gid);
+	return 0;
+}
+
 /* The policy: run once more when the container was gone before the
  * command began; on the timeout the tree was killed (on_deadline), on a
  * cancel it is killed now; then the command's own ending, unless the
@@ -974,9 +1223,12 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 {
 	struct agent_command cmd;
 	struct hutch__exec_spec spec;
-	char *workdir = hutch__workdir_resolve(r->o->workdir);
+	char *workdir;
 	int rc;
 
+	if ((rc = resolve_user(r, err)) < 0)
+		return rc;
+	workdir = hutch__workdir_resolve(r->o->workdir);
 	if (!workdir || agent_command(&cmd, r) < 0) {
 		free(workdir);
 		return hutch__error_oom(err);
@@ -987,8 +1239,22 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 		.env = cmd.env,
 		.env_count = cmd.env_count,
 		.workdir = workdir,
+		/* With no input the exec gets none: its stdin is /dev/null
+		 * (the agent makes sure), and nothing to attach. */
+		.attach_stdin = r->o->input || r->o->input_fd >= 0 ||
+				r->o->on_input,
+		.tty = r->o->tty,
+		.user = r->user[0] ? r->user : NULL,
 	};
+	rc = input_start(r, err);
+	if (rc < 0) {
+		agent_command_free(&cmd);
+		free(workdir);
+		return rc;
+	}
 	run_with_one_retry(r, res, &spec);
+	/* The command has ended (or was given up on): no more input. */
+	input_stop(r);
 	agent_command_free(&cmd);
 	free(workdir);
 	if (r->stopping)
@@ -1001,17 +1267,49 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 		rc = check_stream(r, err);
 	if (rc == 0)
 		rc = judge_ending(r, res, err);
+	if (rc >= 0 && r->in_bad)
+		rc = hutch__error_set(
+			err, HUTCH_EINVALID,
+			"on_input returned %ld, more than the %u bytes asked for; "
+			"the command was cancelled",
+			r->in_bad, INPUT_PIECE);
 	return rc;
 }
 
+/* The caller's options as a version-2 struct: a version-1 caller's
+ * struct ends before the version-2 fields, which get their defaults. */
+static int options_v2(hutch_exec_options *v2, const hutch_exec_options *o,
+		      hutch_error **err)
+{
+	static const hutch_exec_options defaults = HUTCH_EXEC_OPTIONS_INIT;
+
+	if (!o || (o->version != 1 && o->version != 2))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"unsupported hutch_exec_options version %u (1 or 2)",
+			o ? o->version : 0);
+	if (o->version == 1) {
+		*v2 = defaults;
+		memcpy(v2, o, offsetof(hutch_exec_options, input));
+	} else {
+		*v2 = *o;
+	}
+	v2->version = HUTCH_EXEC_OPTIONS_VERSION;
+	return 0;
+}
+
 int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
-		    const hutch_exec_options *o, unsigned int flags,
+		    const hutch_exec_options *opts, unsigned int flags,
 		    hutch_error **err)
 {
+	hutch_exec_options o2;
+	const hutch_exec_options *o = &o2;
 	struct run r;
 	hutch_exec_result *res = NULL;
 	int rc;
 
+	if ((rc = options_v2(&o2, opts, err)) < 0)
+		return rc;
 	rc = validate(
 		o, flags & HUTCH__EXEC_RAW ? NULL : hutch__session_redaction(s),
 		err);

@@ -10,12 +10,16 @@
  * while an exec stream is being read).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <curl/curl.h>
 
 #include "common.h"
@@ -422,6 +426,44 @@ static int tls_failure(hutch_engine *e, size_t cur, CURLcode crc,
 	}
 }
 
+/* What every connection to the engine gets, pooled or not: where it
+ * goes, and TLS that is never relaxed. */
+static void setup_connection(hutch_engine *e, size_t cur, CURL *easy,
+			     const char *url, char *errbuf)
+{
+	const char *sock = e->sockets[cur];
+
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	if (sock)
+		curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, sock);
+	if (e->share)
+		curl_easy_setopt(easy, CURLOPT_SHARE, (CURLSH *)e->share);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+	/* Plain HTTP only, or only HTTPS for a TLS engine, whatever URL a
+	 * setting smuggles in. */
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR,
+			 e->tls ? "https" : "http");
+#else
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS,
+			 (long)(e->tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP));
+#endif
+	if (e->tls) {
+		/* Never relaxed: see tls_setup() in engine.c. */
+		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+		if (e->tls_ca)
+			curl_easy_setopt(easy, CURLOPT_CAINFO, e->tls_ca);
+		if (e->tls_cert) {
+			curl_easy_setopt(easy, CURLOPT_SSLCERT, e->tls_cert);
+			curl_easy_setopt(easy, CURLOPT_SSLKEY, e->tls_key);
+		}
+	}
+}
+
 static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 			hutch__response *resp, CURLcode *curl_rc,
 			int *timed_out, int *cancelled, int *too_big,
@@ -431,7 +473,6 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 	struct curl_slist *headers = NULL;
 	struct xfer x = { req, resp, NULL, 0 };
 	char url[2048], ctype[128];
-	const char *sock = e->sockets[cur];
 
 	if (request_url(e, url, sizeof(url), req) < 0)
 		return HUTCH_EINVALID;
@@ -440,43 +481,15 @@ static int perform_once(hutch_engine *e, size_t cur, const hutch__request *req,
 		return HUTCH_ENOMEM;
 	x.easy = c->easy;
 	curl_easy_reset(c->easy);
-	curl_easy_setopt(c->easy, CURLOPT_URL, url);
-	if (sock)
-		curl_easy_setopt(c->easy, CURLOPT_UNIX_SOCKET_PATH, sock);
-	if (e->share)
-		curl_easy_setopt(c->easy, CURLOPT_SHARE, (CURLSH *)e->share);
+	setup_connection(e, cur, c->easy, url, errbuf);
 	curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, req->method);
-	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(c->easy, CURLOPT_TCP_NODELAY, 1L);
 	if (strcmp(req->method, "HEAD") == 0)
 		curl_easy_setopt(c->easy, CURLOPT_NOBODY, 1L);
 	if (req->header) {
 		curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
 		curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, &x);
-	}
-	/* Plain HTTP only, or only HTTPS for a TLS engine, whatever URL a
-	 * setting smuggles in. */
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR,
-			 e->tls ? "https" : "http");
-#else
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS,
-			 (long)(e->tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP));
-#endif
-	if (e->tls) {
-		/* Never relaxed: see tls_setup() in engine.c. */
-		curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYPEER, 1L);
-		curl_easy_setopt(c->easy, CURLOPT_SSL_VERIFYHOST, 2L);
-		if (e->tls_ca)
-			curl_easy_setopt(c->easy, CURLOPT_CAINFO, e->tls_ca);
-		if (e->tls_cert) {
-			curl_easy_setopt(c->easy, CURLOPT_SSLCERT, e->tls_cert);
-			curl_easy_setopt(c->easy, CURLOPT_SSLKEY, e->tls_key);
-		}
 	}
 	/* No "Expect: 100-continue" round trip before a body. */
 	headers = curl_slist_append(headers, "Expect:");
@@ -621,4 +634,561 @@ again:
 void hutch__response_free(hutch__response *resp)
 {
 	hutch__buf_free(&resp->body);
+}
+
+/* ---- the upgraded connection of an exec start ------------------------ */
+
+/*
+ * Why a connection of its own: once the engine has answered 101 the
+ * connection is a raw byte pipe in both directions and can never carry an
+ * HTTP request again, and the end of the input is a half-close of it, so
+ * it cannot come from (or go back to) the keep-alive pool.  libcurl opens
+ * it (CURLOPT_CONNECT_ONLY: the unix socket, TCP, the TLS handshake with
+ * the same settings as the pool's) and hands it over; the request head is
+ * written by hand and everything after it is driven by one poll loop.
+ */
+
+#define UP_HEAD_MAX (16u * 1024u) /* an answer head longer is refused */
+#define UP_ERR_MAX (64u * 1024u)  /* an error body longer is refused */
+#define UP_CHUNK (64u * 1024u)	  /* one read or one piece of input */
+#define UP_READS_PER_WAKE 16	  /* then the input gets its turn */
+
+enum {
+	UP_HEAD,
+	UP_STREAM,
+	UP_ERRBODY,
+	UP_DONE
+};
+
+struct upgrade {
+	const hutch__upgrade_request *req;
+	hutch__response *resp;
+	CURL *easy;
+	curl_socket_t sock;
+	int tls;
+	int phase;
+	char head[UP_HEAD_MAX];
+	size_t head_len;
+	long long err_left; /* error body bytes to come; -1: until close */
+	/* The input. */
+	const char *pend; /* bytes to send now */
+	size_t pend_len;
+	int in_end;	/* the input ended (or is dropped) */
+	int wr_closed;	/* nothing more is sent */
+	int fd_ready;	/* poll said input_fd can be read */
+	int want_write; /* the socket was full */
+	int sent_any;	/* some input reached the socket */
+	int more;	/* the reads stopped before the socket was empty */
+	int too_big;
+	int broke; /* the connection failed */
+	char why[128];
+	unsigned long long taken;
+	char inbuf[UP_CHUNK];
+	char rbuf[UP_CHUNK];
+};
+
+/* Bytes read (> 0), 0 at the end, -1 nothing now, -2 a failure, -3 the
+ * peer reset the connection. */
+static long up_recv(struct upgrade *u, char *buf, size_t len)
+{
+	size_t n = 0;
+	CURLcode rc;
+	ssize_t r;
+
+	if (!u->tls) {
+		r = recv(u->sock, buf, len, MSG_DONTWAIT);
+		if (r >= 0)
+			return (long)r;
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return -1;
+		snprintf(u->why, sizeof(u->why), "%s", strerror(errno));
+		return errno == ECONNRESET ? -3 : -2;
+	}
+	rc = curl_easy_recv(u->easy, buf, len, &n);
+	if (rc == CURLE_OK)
+		return (long)n;
+	if (rc == CURLE_AGAIN)
+		return -1;
+	snprintf(u->why, sizeof(u->why), "%s", curl_easy_strerror(rc));
+	/* TLS does not tell a reset from other failures. */
+	return rc == CURLE_RECV_ERROR ? -3 : -2;
+}
+
+/* Bytes sent (> 0), -1 the socket is full, -2 the peer takes no more. */
+static long up_send(struct upgrade *u, const char *buf, size_t len)
+{
+	size_t n = 0;
+	CURLcode rc;
+	ssize_t r;
+
+	if (!u->tls) {
+		/* MSG_NOSIGNAL: a peer gone is EPIPE, never a SIGPIPE. */
+		r = send(u->sock, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (r > 0)
+			return (long)r;
+		if (r < 0 &&
+		    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return -1;
+		return -2;
+	}
+	/* The same buffer and length again after CURLE_AGAIN, as OpenSSL
+	 * wants: u->pend only moves on after a successful send. */
+	rc = curl_easy_send(u->easy, buf, len, &n);
+	if (rc == CURLE_OK && n > 0)
+		return (long)n;
+	return rc == CURLE_AGAIN ? -1 : -2;
+}
+
+/* The request head and body, written before anything is read: it is
+ * small, so a full socket is waited out (bounded by the deadline). */
+static int up_send_request(struct upgrade *u, hutch_engine *e,
+			   const char *url_path, hutch_error **err)
+{
+	const hutch__upgrade_request *req = u->req;
+	const char *host = strstr(e->base, "://");
+	char *msg = NULL;
+	size_t off = 0;
+	int len;
+	long n;
+
+	host = host ? host + 3 : "localhost";
+	len = asprintf(&msg,
+		       "POST %s HTTP/1.1\r\n"
+		       "Host: %s\r\n"
+		       "User-Agent: hutch\r\n"
+		       "Content-Type: application/json\r\n"
+		       "Content-Length: %zu\r\n"
+		       "Connection: Upgrade\r\n"
+		       "Upgrade: tcp\r\n"
+		       "\r\n"
+		       "%.*s",
+		       url_path, host, req->body_len, (int)req->body_len,
+		       req->body);
+	if (len < 0)
+		return hutch__error_oom(err);
+	while (off < (size_t)len) {
+		n = up_send(u, msg + off, (size_t)len - off);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == -1) {
+			struct pollfd p = { .fd = u->sock, .events = POLLOUT };
+			unsigned long long now = hutch__now_ms();
+
+			if (req->deadline_ms && now >= req->deadline_ms)
+				break;
+			poll(&p, 1, 100);
+			continue;
+		}
+		break;
+	}
+	free(msg);
+	if (off < (size_t)len)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"POST %s: cannot send the request",
+					req->path);
+	return 0;
+}
+
+/* The engine's answer head is complete in u->head[0..end): its status,
+ * and how long an error body is.  -1 when it is not HTTP. */
+static int up_parse_head(struct upgrade *u, size_t end)
+{
+	char *line, *save = NULL, *status_end;
+	long status;
+
+	u->head[end] = '\0';
+	line = strtok_r(u->head, "\r\n", &save);
+	if (!line || strncmp(line, "HTTP/1.", 7) != 0 || !line[7] ||
+	    line[8] != ' ')
+		return -1;
+	status = strtol(line + 9, &status_end, 10);
+	if (status < 100 || status > 599 || status_end != line + 12)
+		return -1;
+	u->resp->status = status;
+	u->err_left = -1;
+	while ((line = strtok_r(NULL, "\r\n", &save))) {
+		if (strncasecmp(line, "Content-Length:", 15) == 0)
+			u->err_left = strtoll(line + 15, NULL, 10);
+		else if (strncasecmp(line, "Transfer-Encoding:", 18) == 0 &&
+			 strcasestr(line + 18, "chunked"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Bytes that came after the head, or later: the stream, or the error. */
+static int up_take(struct upgrade *u, const char *data, size_t len)
+{
+	if (!len)
+		return 0;
+	if (u->phase == UP_STREAM) {
+		if (u->req->sink(data, len, u->req->sink_payload)) {
+			u->resp->sink_aborted = 1;
+			u->phase = UP_DONE;
+		}
+		return 0;
+	}
+	if (u->err_left >= 0 && (long long)len > u->err_left)
+		len = (size_t)u->err_left;
+	if (u->resp->body.len + len > UP_ERR_MAX ||
+	    hutch__buf_add(&u->resp->body, data, len) < 0) {
+		u->too_big = 1;
+		u->phase = UP_DONE;
+		return 0;
+	}
+	if (u->err_left >= 0) {
+		u->err_left -= (long long)len;
+		if (u->err_left == 0)
+			u->phase = UP_DONE;
+	}
+	return 0;
+}
+
+/* Read what the socket has, up to UP_READS_PER_WAKE pieces. */
+static void up_read(struct upgrade *u)
+{
+	long n;
+	char *p;
+
+	u->more = 0;
+	for (int i = 0; i < UP_READS_PER_WAKE && u->phase != UP_DONE; i++) {
+		if (u->phase == UP_HEAD) {
+			if (u->head_len >= sizeof(u->head) - 1) {
+				u->broke = 1;
+				snprintf(u->why, sizeof(u->why),
+					 "the answer's head is over %u bytes",
+					 UP_HEAD_MAX);
+				u->phase = UP_DONE;
+				return;
+			}
+			n = up_recv(u, u->head + u->head_len,
+				    sizeof(u->head) - 1 - u->head_len);
+		} else {
+			n = up_recv(u, u->rbuf, sizeof(u->rbuf));
+		}
+		if (n == -1)
+			return;
+		if (n == 0 || n == -3) {
+			/*
+			 * The end.  A reset counts as one once input was
+			 * sent: an engine that closes the connection while
+			 * input the command never read is still in its
+			 * socket makes the kernel reset it (AF_UNIX and TCP
+			 * alike), after the output it sent.  A stream cut
+			 * inside a frame is still noticed above (demux).
+			 */
+			if (n == -3 && !(u->phase == UP_STREAM && u->sent_any))
+				u->broke = 1;
+			else if (u->phase == UP_HEAD)
+				u->broke = 1;
+			else if (u->phase == UP_ERRBODY && u->err_left > 0)
+				u->broke = 1;
+			if (n == 0 && u->phase == UP_HEAD)
+				snprintf(u->why, sizeof(u->why),
+					 "the engine closed the connection "
+					 "without an answer");
+			u->phase = UP_DONE;
+			return;
+		}
+		if (n < 0) {
+			u->broke = 1;
+			u->phase = UP_DONE;
+			return;
+		}
+		if (u->phase != UP_HEAD) {
+			up_take(u, u->rbuf, (size_t)n);
+			continue;
+		}
+		u->head_len += (size_t)n;
+		u->head[u->head_len] = '\0';
+		p = strstr(u->head, "\r\n\r\n");
+		if (!p)
+			continue;
+		{
+			size_t end = (size_t)(p - u->head) + 4;
+			size_t rest = u->head_len - end;
+
+			/* What follows the head moves out of the way of
+			 * the parse, which writes NULs into it. */
+			memcpy(u->rbuf, u->head + end, rest);
+			if (up_parse_head(u, end) < 0) {
+				u->broke = 1;
+				snprintf(
+					u->why, sizeof(u->why),
+					"not an HTTP answer, or a chunked one");
+				u->phase = UP_DONE;
+				return;
+			}
+			if (u->resp->status == 101 ||
+			    (u->resp->status >= 200 && u->resp->status < 300)) {
+				u->phase = UP_STREAM;
+				/* Before any input: a terminal has its size
+				 * before the command reads its first line. */
+				if (u->req->tick)
+					u->req->tick(u->req->tick_payload);
+			} else {
+				u->phase = u->err_left == 0 ? UP_DONE :
+							      UP_ERRBODY;
+			}
+			up_take(u, u->rbuf, rest);
+		}
+	}
+	u->more = 1;
+}
+
+/* Send what input there is without ever waiting for the socket. */
+static void up_write(struct upgrade *u)
+{
+	const hutch__upgrade_request *req = u->req;
+	ssize_t r;
+	long n;
+
+	u->want_write = 0;
+	for (int i = 0; i < UP_READS_PER_WAKE && !u->wr_closed; i++) {
+		if (!u->pend_len) {
+			if (u->in_end) {
+				/* The command's end of file. */
+				if (!req->no_half_close)
+					shutdown(u->sock, SHUT_WR);
+				u->wr_closed = 1;
+				return;
+			}
+			if (req->input) {
+				u->pend = req->input;
+				u->pend_len = req->input_len;
+				u->taken = req->input_len;
+				u->in_end = 1;
+				continue;
+			}
+			if (!u->fd_ready)
+				return;
+			u->fd_ready = 0;
+			/* Only after poll said it is readable: a blocking
+			 * fd does not block here. */
+			r = read(req->input_fd, u->inbuf, sizeof(u->inbuf));
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				return;
+			/* A read error (EIO: a terminal hung up) ends the
+			 * input as its end of file does. */
+			if (r <= 0) {
+				u->in_end = 1;
+				continue;
+			}
+			u->pend = u->inbuf;
+			u->pend_len = (size_t)r;
+			u->taken += (unsigned long long)r;
+			continue;
+		}
+		n = up_send(u, u->pend, u->pend_len);
+		if (n == -1) {
+			u->want_write = 1;
+			return;
+		}
+		if (n < 0) {
+			/* The engine takes no more: the command ended, or
+			 * the connection is going; the reads say which.
+			 * The rest of the input is dropped. */
+			u->pend_len = 0;
+			u->in_end = 1;
+			u->wr_closed = 1;
+			return;
+		}
+		u->sent_any = 1;
+		u->pend += n;
+		u->pend_len -= (size_t)n;
+	}
+}
+
+static int raised(const hutch_cancel *c)
+{
+	return c && __atomic_load_n(&c->raised, __ATOMIC_SEQ_CST);
+}
+
+/* Drive the connection until the stream ends.  As run_transfer: the
+ * deadline asks on_deadline for more time, a cancel stops at once. */
+static void up_loop(struct upgrade *u, int *timed_out, int *cancelled)
+{
+	const hutch__upgrade_request *req = u->req;
+	unsigned long long now, deadline = req->deadline_ms, next,
+				last_tick = 0;
+	struct pollfd p[2];
+	int timeout, nfds;
+
+	u->wr_closed = !req->input && req->input_fd < 0;
+	while (u->phase != UP_DONE) {
+		if (raised(req->cancel) || raised(req->cancel2)) {
+			*cancelled = 1;
+			return;
+		}
+		now = hutch__now_ms();
+		if (deadline && now >= deadline) {
+			/* The stream stays open meanwhile: what the engine
+			 * sends waits in the socket. */
+			next = req->on_deadline ?
+				       req->on_deadline(req->sink_payload) :
+				       0;
+			if (next <= hutch__now_ms()) {
+				*timed_out = 1;
+				return;
+			}
+			deadline = next;
+			continue;
+		}
+		if (u->phase == UP_STREAM && req->tick &&
+		    now - last_tick >= HUTCH__TICK_MS) {
+			req->tick(req->tick_payload);
+			last_tick = now;
+		}
+		up_read(u);
+		if (u->phase == UP_DONE)
+			return;
+		if (u->phase == UP_STREAM)
+			up_write(u);
+		timeout = 1000;
+		if (req->cancel || req->cancel2 || req->tick)
+			timeout = HUTCH__TICK_MS;
+		if (deadline) {
+			now = hutch__now_ms();
+			if (deadline <= now)
+				timeout = 0;
+			else if (deadline - now < (unsigned long long)timeout)
+				timeout = (int)(deadline - now);
+		}
+		if (u->more)
+			timeout = 0;
+		p[0] = (struct pollfd){ .fd = u->sock, .events = POLLIN };
+		if (u->want_write)
+			p[0].events |= POLLOUT;
+		nfds = 1;
+		if (u->phase == UP_STREAM && !u->wr_closed && !u->in_end &&
+		    !u->pend_len && req->input_fd >= 0 && !u->fd_ready) {
+			p[1] = (struct pollfd){ .fd = req->input_fd,
+						.events = POLLIN };
+			nfds = 2;
+		}
+		if (poll(p, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
+			u->broke = 1;
+			snprintf(u->why, sizeof(u->why), "poll: %s",
+				 strerror(errno));
+			return;
+		}
+		if (nfds == 2 && p[1].revents & POLLNVAL)
+			u->in_end = 1; /* closed under us: no more input */
+		else if (nfds == 2 && p[1].revents)
+			u->fd_ready = 1; /* readable, or its end (HUP/ERR) */
+	}
+}
+
+/* Open the connection: 0, or the error (unreachable, TLS). */
+static int up_connect(hutch_engine *e, struct upgrade *u, size_t *cur,
+		      hutch_error **err)
+{
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode crc;
+	curl_socket_t sock;
+	long ms = 10000;
+	int rc;
+
+again:
+	u->easy = curl_easy_init();
+	if (!u->easy)
+		return hutch__error_oom(err);
+	setup_connection(e, *cur, u->easy, e->base, errbuf);
+	curl_easy_setopt(u->easy, CURLOPT_CONNECT_ONLY, 1L);
+	if (u->req->deadline_ms) {
+		unsigned long long now = hutch__now_ms();
+
+		if (u->req->deadline_ms <= now + 1)
+			ms = 1;
+		else if (u->req->deadline_ms - now < (unsigned long long)ms)
+			ms = (long)(u->req->deadline_ms - now);
+		curl_easy_setopt(u->easy, CURLOPT_CONNECTTIMEOUT_MS, ms);
+	}
+	errbuf[0] = '\0';
+	crc = curl_easy_perform(u->easy);
+	if (crc == CURLE_OK &&
+	    curl_easy_getinfo(u->easy, CURLINFO_ACTIVESOCKET, &sock) ==
+		    CURLE_OK &&
+	    sock != CURL_SOCKET_BAD) {
+		u->sock = sock;
+		return 0;
+	}
+	curl_easy_cleanup(u->easy);
+	u->easy = NULL;
+	if (crc == CURLE_COULDNT_CONNECT || crc == CURLE_COULDNT_RESOLVE_HOST ||
+	    crc == CURLE_OPERATION_TIMEDOUT) {
+		if (advance_candidate(e, *cur)) {
+			*cur = current(e);
+			goto again;
+		}
+		return unreachable(e, *cur, err,
+				   errbuf[0] ? errbuf :
+					       curl_easy_strerror(crc));
+	}
+	if (e->tls &&
+	    (rc = tls_failure(e, *cur, crc,
+			      errbuf[0] ? errbuf : curl_easy_strerror(crc),
+			      err)) < 0)
+		return rc;
+	return hutch__error_set(err, HUTCH_EFAILED, "POST %s: %s", u->req->path,
+				errbuf[0] ? errbuf : curl_easy_strerror(crc));
+}
+
+int hutch__http_upgrade(hutch_engine *e, const hutch__upgrade_request *req,
+			hutch__response *resp, hutch_error **err)
+{
+	struct upgrade *u;
+	char url_path[1024];
+	size_t cur;
+	int timed_out = 0, cancelled = 0, rc, n;
+
+	if (hutch__http_global_init() < 0)
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"libcurl failed to initialise");
+	n = snprintf(url_path, sizeof(url_path), "/v%s%s",
+		     hutch_engine_api_version(e), req->path);
+	if (n < 0 || (size_t)n >= sizeof(url_path))
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"request URL too long");
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return hutch__error_oom(err);
+	u->req = req;
+	u->resp = resp;
+	u->tls = e->tls;
+	resp->status = 0;
+	resp->sink_aborted = 0;
+	resp->header[0] = '\0';
+	hutch__buf_reset(&resp->body);
+	cur = current(e);
+	rc = up_connect(e, u, &cur, err);
+	if (rc == 0)
+		rc = up_send_request(u, e, url_path, err);
+	if (rc == 0) {
+		up_loop(u, &timed_out, &cancelled);
+		resp->input_taken = u->taken;
+		if (cancelled)
+			rc = hutch__error_set(err, HUTCH_ECANCELLED,
+					      "cancelled");
+		else if (timed_out)
+			rc = hutch__error_set(err, HUTCH_ETIMEOUT,
+					      "POST %s: deadline passed",
+					      req->path);
+		else if (u->too_big)
+			rc = hutch__error_set(
+				err, HUTCH_ETOOBIG,
+				"POST %s: the engine's error answer is larger "
+				"than %u bytes",
+				req->path, UP_ERR_MAX);
+		else if (u->broke && !resp->sink_aborted)
+			rc = hutch__error_set(
+				err, HUTCH_EFAILED, "POST %s: %s", req->path,
+				u->why[0] ? u->why : "connection broke");
+	}
+	if (u->easy)
+		curl_easy_cleanup(u->easy);
+	free(u);
+	return rc;
 }

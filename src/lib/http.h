@@ -56,11 +56,14 @@ typedef struct {
 	int sink_aborted;  /* the sink asked to stop */
 	char header[1024]; /* request.header's value, "" when absent
 				      or longer than this */
+	/* hutch__http_upgrade: bytes taken from the input (read from its
+	 * fd, or of its buffer once the first of them was sent). */
+	unsigned long long input_taken;
 } hutch__response;
 
-#define HUTCH__RESPONSE_INIT                                 \
-	{                                                    \
-		0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "" \
+#define HUTCH__RESPONSE_INIT                                    \
+	{                                                       \
+		0, HUTCH_BUF_INIT(HUTCH_MAX_RESPONSE), 0, "", 0 \
 	}
 
 /*
@@ -72,6 +75,55 @@ typedef struct {
 int hutch__http(hutch_engine *e, const hutch__request *req,
 		hutch__response *resp, hutch_error **err);
 void hutch__response_free(hutch__response *resp);
+
+/*
+ * A POST whose answer is upgraded to a raw, two-way stream (exec start
+ * with stdin or a terminal): the engine answers "101 UPGRADED" (or 200
+ * from one that does not upgrade) and from then on the connection carries
+ * the command's output one way and its input the other.
+ */
+typedef struct {
+	const char *path; /* after the version prefix */
+	const char *body; /* JSON body */
+	size_t body_len;
+	hutch__sink_fn sink; /* the stream as it comes, raw */
+	void *sink_payload;
+	unsigned long long deadline_ms; /* monotonic; 0: none */
+	hutch__deadline_fn on_deadline; /* may be NULL; gets sink_payload */
+	const hutch_cancel *cancel;	/* either of the two raised: stop */
+	const hutch_cancel *cancel2;
+	/* The input: these bytes, or what `input_fd` gives until its end
+	 * (read only when poll says it is readable, so a borrowed blocking
+	 * fd is fine; it is never made non-blocking).  Then the write side
+	 * is half-closed (shutdown SHUT_WR), which is the command's end of
+	 * file.  Neither: nothing is sent and nothing is closed. */
+	const char *input;
+	size_t input_len;
+	int input_fd;	   /* -1: none */
+	int no_half_close; /* 1: at the end of input, only stop sending */
+	/* Called once the stream began, before any input is sent, and then
+	 * on wake-ups at most every HUTCH__TICK_MS, in this thread (a
+	 * terminal's resize). */
+	void (*tick)(void *payload);
+	void *tick_payload;
+} hutch__upgrade_request;
+
+#define HUTCH__TICK_MS 50
+
+/*
+ * Make the request on a connection of its own (never a pooled one: after
+ * the upgrade it is no longer HTTP), read the stream into the sink while
+ * sending the input, until the engine ends the stream.  Input the engine
+ * no longer takes (the command ended) is dropped without an error.
+ * Returns like hutch__http: 0 when the engine answered (resp->status 101
+ * or 2xx: the stream was read to its end or the sink aborted; any other
+ * status: its small error body in resp->body), HUTCH_ETIMEOUT,
+ * HUTCH_ECANCELLED, HUTCH_EUNREACHABLE, or HUTCH_EFAILED when the
+ * connection broke (resp->status says whether the stream had begun).
+ * resp->input_taken says how much of the input was consumed.
+ */
+int hutch__http_upgrade(hutch_engine *e, const hutch__upgrade_request *req,
+			hutch__response *resp, hutch_error **err);
 
 /* Use API version `version` from now on (an engine too old for the one
  * hutch pins named it): written once, later calls keep the first.  -1

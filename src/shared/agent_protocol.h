@@ -22,6 +22,11 @@
 #define HUTCH_AGENT_NAME "hutch-agent"
 #define HUTCH_AGENT_PATH HUTCH_AGENT_DIR "/" HUTCH_AGENT_NAME
 
+/* The reserved uid that owns the agent's directory and file in every
+ * session: neither a session nor a command may run as it, for the owner
+ * of the agent's directory could replace the agent (src/lib/agent_blob.c). */
+#define HUTCH_AGENT_OWNER_UID 65533u
+
 /* The session's last-used record: the agent sets the mtime of this file
  * (src/agent/main.c) and hutch gc reads it (src/lib/gc.c).  The directory
  * HUTCH_USE_DIR (relative to HUTCH_AGENT_DIR) comes with the agent. */
