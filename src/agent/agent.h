@@ -38,7 +38,25 @@ int agent_seccomp_install(void);
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
 int agent_kill(int argc, char **argv);
-int agent_fs(int argc, char **argv); /* fs.c: confined file tools */
+int agent_fs(int argc, char **argv);	  /* fs.c: confined file tools */
+int agent_spawn(int argc, char **argv);	  /* spawn.c */
+int agent_ps(int argc, char **argv);	  /* procs.c */
+int agent_logs(int argc, char **argv);	  /* procs.c */
+int agent_wait(int argc, char **argv);	  /* procs.c */
+int agent_connect(int argc, char **argv); /* connect.c */
+
+/* run.c, shared with spawn.c. */
+void agent_default_signal(int sig);
+int agent_plug_std_fds(void);
+/* execvp() without the /bin/sh fallback: returns the errno of the failure. */
+int agent_exec_search(char **argv);
+/* "hutch: cannot run 'NAME': strerror(err)" on stderr, one line. */
+void agent_report_exec_failure(const char *name, int err);
+/* chdir(@dir); on failure "hutch: cannot use working directory 'DIR': ..."
+ * on stderr and -1. */
+int agent_enter_workdir(const char *dir);
+/* Milliseconds since the Unix epoch. */
+unsigned long long agent_now_ms(void);
 
 /*
  * proctree.c: SIGSTOP then SIGKILL every descendant of @root (never @root
@@ -50,6 +68,25 @@ int agent_fs(int argc, char **argv); /* fs.c: confined file tools */
  * was nothing to kill (a process slow to die may be counted twice).
  */
 int proctree_kill_descendants(pid_t root, size_t *killed);
+
+/*
+ * proctree.c: send @sig once to every live descendant of @root (never pid
+ * 1 nor the caller), each checked against pid reuse.  The number
+ * signalled, or -1 when /proc cannot be read.
+ */
+long proctree_signal_descendants(pid_t root, int sig);
+
+/* proctree.c: the start time (clock ticks after boot, /proc/PID/stat
+ * field 22) and parent of @pid; -1 when it is gone. */
+int proctree_identity(pid_t pid, unsigned long long *start, pid_t *ppid);
+
+/*
+ * procs.c: the supervisor of background process @id, when it still runs:
+ * its pid and start time, checked against /proc (start time and command
+ * line "spawn --id ID").  0 found, 1 none running (the process has ended
+ * or was lost), -1 no such id.
+ */
+int proc_find_supervisor(const char *id, pid_t *pid, unsigned long long *start);
 
 /*
  * confine.c: called in the child between fork and exec; from then on

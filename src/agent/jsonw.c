@@ -190,6 +190,12 @@ void jsonw_bool(struct jsonw *w, const char *key, bool v)
 	put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
+void jsonw_null(struct jsonw *w, const char *key)
+{
+	member(w, key);
+	put(w, "null", 4);
+}
+
 int jsonw_emit(struct jsonw *w, int fd)
 {
 	size_t off = 0;

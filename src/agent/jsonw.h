@@ -34,6 +34,7 @@ void jsonw_str(struct jsonw *w, const char *key, const char *s, size_t n);
 void jsonw_strz(struct jsonw *w, const char *key, const char *s);
 void jsonw_int(struct jsonw *w, const char *key, long long v);
 void jsonw_bool(struct jsonw *w, const char *key, bool v);
+void jsonw_null(struct jsonw *w, const char *key);
 
 /* Bytes jsonw_str() would add for s[0..n), quotes included. */
 size_t jsonw_str_cost(const char *s, size_t n);

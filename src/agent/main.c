@@ -27,8 +27,26 @@ static const struct command commands[] = {
 	  "run ARGV, keep its orphans until it exits (kill them then with "
 	  "--kill-leftovers)",
 	  true },
-	{ HUTCH_AGENT_CMD_KILL, agent_kill, "TAG",
-	  "kill the 'run' agent with TAG and all its descendants", false },
+	{ HUTCH_AGENT_CMD_KILL, agent_kill, "TAG [--signal N]",
+	  "kill the 'run' agent with TAG, or the background process with "
+	  "that id, and all its descendants (--signal: send N to each of "
+	  "them instead)",
+	  false },
+	{ HUTCH_AGENT_CMD_SPAWN, agent_spawn,
+	  "--id ID [--workdir DIR] -- ARGV...",
+	  "start ARGV in the background, its output kept in "
+	  "/.hutch/proc/ID; {\"id\",\"pid\"} on stdout",
+	  true },
+	{ HUTCH_AGENT_CMD_PS, agent_ps, "",
+	  "list the background processes (JSON)", false },
+	{ HUTCH_AGENT_CMD_LOGS, agent_logs,
+	  "ID [--from N] [--tail LINES] [--follow] | ID --json [--from N] "
+	  "[--max BYTES]",
+	  "the output of a background process", false },
+	{ HUTCH_AGENT_CMD_WAIT, agent_wait, "ID",
+	  "wait until a background process ends; its ps entry (JSON)", false },
+	{ HUTCH_AGENT_CMD_CONNECT, agent_connect, "PORT",
+	  "relay stdin and stdout to 127.0.0.1:PORT", true },
 	{ HUTCH_AGENT_CMD_FS, agent_fs,
 	  "[--root DIR] read|write|edit|grep|find|ls ARGS...",
 	  "file tools confined to the workspace; one JSON object on stdout",

@@ -440,6 +440,38 @@ int proctree_kill_descendants(pid_t root, size_t *killed)
 	return -1;
 }
 
+int proctree_identity(pid_t pid, unsigned long long *start, pid_t *ppid)
+{
+	struct proc p;
+
+	if (read_stat(pid, &p) < 0)
+		return -1;
+	*start = p.start;
+	*ppid = p.ppid;
+	return 0;
+}
+
+long proctree_signal_descendants(pid_t root, int sig)
+{
+	struct proc r;
+	struct tally t;
+
+	if (read_stat(root, &r) < 0)
+		return 0;
+	nprocs = 0;
+	if (for_each_pid(scan_one, NULL) < 0)
+		return -1;
+	mark_descendants(root);
+	/* One signal each, groups not used: a process that handles the
+	 * signal must get it once, not once per group it leads. */
+	memset(&t, 0, sizeof(t));
+	for (size_t i = 0; i < nprocs; i++)
+		if (procs[i].mark && procs[i].live &&
+		    signal_proc(&procs[i], sig) == 0)
+			t.sent++;
+	return (long)t.sent;
+}
+
 /* --- the "kill" subcommand ------------------------------------------- */
 
 struct find {
@@ -523,12 +555,69 @@ static int kill_agent(const struct proc *agent)
 	return ret;
 }
 
+/*
+ * A background process ("spawn"): its supervisor, found through its
+ * entry (procs.c checks the pid against its start time and command
+ * line).  The entry is the session's to forge, so at worst a forged one
+ * points "kill ID" at another process of the session: one the session's
+ * commands could signal anyway, and never pid 1 nor this process
+ * (signal_proc refuses both).
+ */
+static int kill_spawned(const char *id, int sig)
+{
+	unsigned long long start;
+	struct proc sup;
+	pid_t pid;
+	int rc = proc_find_supervisor(id, &pid, &start);
+
+	if (rc < 0) {
+		agent_err("no command or background process '%s'", id);
+		return HUTCH_AGENT_EXIT_NOTAG;
+	}
+	if (rc > 0)
+		return 0; /* ended, nothing left running under it */
+	memset(&sup, 0, sizeof(sup));
+	sup.pid = pid;
+	sup.start = start;
+	if (sig != SIGKILL)
+		return proctree_signal_descendants(pid, sig) < 0 ?
+			       HUTCH_AGENT_EXIT_FAIL :
+			       0;
+	/* Stopped, the supervisor holds the tree together while it is
+	 * killed (see kill_agent); continued, it records how its command
+	 * ended ("killed", signal 9) and exits once the output is closed. */
+	if (signal_proc(&sup, SIGSTOP) < 0)
+		return errno == ESRCH ? 0 : HUTCH_AGENT_EXIT_FAIL;
+	rc = proctree_kill_descendants(pid, NULL);
+	signal_proc(&sup, SIGCONT);
+	return rc < 0 ? HUTCH_AGENT_EXIT_FAIL : 0;
+}
+
+static int parse_signal(const char *s, int *sig)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v >= NSIG)
+		return -1;
+	*sig = (int)v;
+	return 0;
+}
+
 int agent_kill(int argc, char **argv)
 {
 	struct find f = { 0 };
+	int sig = SIGKILL;
 
-	if (argc != 2) {
-		agent_err("usage: hutch-agent kill TAG");
+	if (argc == 4 && !strcmp(argv[2], HUTCH_AGENT_OPT_SIGNAL)) {
+		if (parse_signal(argv[3], &sig) < 0) {
+			agent_err("--signal wants 1..%d", NSIG - 1);
+			return HUTCH_AGENT_EXIT_USAGE;
+		}
+	} else if (argc != 2) {
+		agent_err("usage: hutch-agent kill TAG [--signal N]");
 		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	if (!agent_tag_valid(argv[1])) {
@@ -546,6 +635,10 @@ int agent_kill(int argc, char **argv)
 	if (for_each_pid(find_one, &f) < 0)
 		return HUTCH_AGENT_EXIT_FAIL;
 	if (!f.found)
-		return HUTCH_AGENT_EXIT_NOTAG;
+		return kill_spawned(argv[1], sig);
+	if (sig != SIGKILL)
+		return proctree_signal_descendants(f.agent.pid, sig) < 0 ?
+			       HUTCH_AGENT_EXIT_FAIL :
+			       0;
 	return kill_agent(&f.agent) < 0 ? HUTCH_AGENT_EXIT_FAIL : 0;
 }

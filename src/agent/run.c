@@ -33,7 +33,7 @@ struct run_opts {
  * children (no exit status for us) and an inherited SIG_IGN elsewhere would
  * leak into the command, so never trust what the exec API handed us.
  */
-static void default_signal(int sig)
+void agent_default_signal(int sig)
 {
 	struct sigaction sa;
 
@@ -77,7 +77,7 @@ int agent_sleep(int argc, char **argv)
 		agent_err("usage: hutch-agent sleep");
 		return HUTCH_AGENT_EXIT_USAGE;
 	}
-	default_signal(SIGCHLD);
+	agent_default_signal(SIGCHLD);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -214,7 +214,7 @@ static int plug_fd(int fd)
 	return 0;
 }
 
-static int plug_std_fds(void)
+int agent_plug_std_fds(void)
 {
 	int fd;
 
@@ -230,7 +230,7 @@ static int plug_std_fds(void)
  * execvp: a missing or inaccessible candidate moves on to the next
  * directory, anything else means we found the file and it cannot run.
  */
-static int exec_search(char **argv)
+int agent_exec_search(char **argv)
 {
 	const char *name = argv[0], *path, *p, *end;
 	size_t nlen = strlen(name), dlen;
@@ -280,7 +280,7 @@ static int exec_search(char **argv)
 }
 
 /* One line even if argv[0] holds control characters. */
-static void report_exec_failure(const char *name, int err)
+void agent_report_exec_failure(const char *name, int err)
 {
 	char safe[256], line[512];
 	size_t i;
@@ -322,7 +322,7 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
 	 */
 	confine_command(agent, agent_pgrp);
 	for (sig = 1; sig < NSIG; sig++)
-		default_signal(sig);
+		agent_default_signal(sig);
 	/*
 	 * Unblock last: a signal forwarded before setsid() went to this pid
 	 * (see forward()) and is still pending; it now takes its default
@@ -331,8 +331,8 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	err = exec_search(argv);
-	report_exec_failure(argv[0], err);
+	err = agent_exec_search(argv);
+	agent_report_exec_failure(argv[0], err);
 	_exit(err == ENOENT ? HUTCH_AGENT_EXIT_NOCMD : HUTCH_AGENT_EXIT_NOEXEC);
 }
 
@@ -539,7 +539,7 @@ int agent_run(int argc, char **argv)
 
 	if (parse_run_args(argc, argv, &o) < 0)
 		return HUTCH_AGENT_EXIT_USAGE;
-	if (plug_std_fds() < 0) {
+	if (agent_plug_std_fds() < 0) {
 		agent_err("cannot open standard fds: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
@@ -560,7 +560,7 @@ int agent_run(int argc, char **argv)
 	 * environment, secrets included.  Both then need CAP_SYS_PTRACE.
 	 */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	default_signal(SIGCHLD);
+	agent_default_signal(SIGCHLD);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);

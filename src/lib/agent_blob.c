@@ -58,7 +58,9 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
  *     so a command cannot ptrace the agent (or write its memory) in the
  *     instant before the filter is in place.
  *   - HUTCH_USE_DIR is root's, sticky and writable by all, as /tmp (see
- *     agent_mark_used).
+ *     agent_mark_used), and so is HUTCH_PROC_DIR, where every user's
+ *     background processes keep their output (src/agent/spawn.c): the
+ *     sticky bit keeps one user from removing another's entries.
  */
 static char *agent_archive(unsigned int owner, const char *dir,
 			   unsigned int uid, unsigned int gid, size_t *len)
@@ -82,6 +84,8 @@ static char *agent_archive(unsigned int owner, const char *dir,
 				 owner, hutch__agent_start, agent_len) < 0 ||
 	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR,
 			   01777, NULL, 0) < 0 ||
+	    hutch__tar_add(a, HUTCH_AGENT_PROC_DIR + 1, AE_IFDIR, 01777, NULL,
+			   0) < 0 ||
 	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
 					 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {
@@ -95,7 +99,9 @@ static char *agent_archive(unsigned int owner, const char *dir,
 
 unsigned int hutch__agent_owner(unsigned int session_uid)
 {
-	return session_uid == 0 ? HUTCH_AGENT_OWNER_IF_ROOT : 0;
+	(void)session_uid;
+	/* Reserved: no session runs as it (session_create.c refuses one). */
+	return HUTCH_AGENT_OWNER_UID;
 }
 
 char *hutch__agent_tar(unsigned int session_uid, const char *dir,

@@ -12,9 +12,9 @@
  * HUTCH_LAST_USED_PATH) and the rest of the protocol. */
 #include "agent_protocol.h"
 
-/* The owner of HUTCH_AGENT_DIR and the agent when the session's user is
- * root ("nobody"); root's otherwise.  Never the session's user. */
-#define HUTCH_AGENT_OWNER_IF_ROOT 65534u
+/* The owner of HUTCH_AGENT_DIR and the agent: HUTCH_AGENT_OWNER_UID, a
+ * uid reserved for it, whatever the session's user (which may not be
+ * that uid).  Never the session's user. */
 unsigned int hutch__agent_owner(unsigned int session_uid);
 
 /* A tar archive to PUT at "/": the directory HUTCH_AGENT_DIR and the agent

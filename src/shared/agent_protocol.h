@@ -35,6 +35,16 @@
 #define HUTCH_LAST_USED_PATH \
 	HUTCH_AGENT_DIR "/" HUTCH_USE_DIR "/" HUTCH_LAST_USED_FILE
 
+/* Background processes ("spawn"): one directory per process id under
+ * HUTCH_AGENT_PROC_DIR, which comes with the agent (root's, mode 01777,
+ * as /tmp).  See doc/agent-protocol.md, "Background processes". */
+#define HUTCH_PROC_DIR "proc"
+#define HUTCH_AGENT_PROC_DIR HUTCH_AGENT_DIR "/" HUTCH_PROC_DIR
+
+/* The owner of HUTCH_AGENT_DIR and of the agent in every session: a uid
+ * reserved by hutch, which no session and no command may run as. */
+#define HUTCH_AGENT_OWNER_UID 65533u
+
 /* Write and edit texts too large for the environment are uploaded here
  * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
 #define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"
@@ -45,12 +55,30 @@
 #define HUTCH_AGENT_CMD_RUN "run"     /* run one command, keep its tree */
 #define HUTCH_AGENT_CMD_KILL "kill"   /* kill the tree of a "run" by tag */
 #define HUTCH_AGENT_CMD_FS "fs"	      /* file tools, one JSON answer */
+#define HUTCH_AGENT_CMD_SPAWN "spawn" /* start a background process */
+#define HUTCH_AGENT_CMD_PS "ps"	      /* list background processes */
+#define HUTCH_AGENT_CMD_LOGS "logs"   /* a background process's output */
+#define HUTCH_AGENT_CMD_WAIT "wait"   /* wait for one to end */
+#define HUTCH_AGENT_CMD_CONNECT "connect" /* relay stdio to a local port */
 
 /* "run" options.  "--tag TAG" comes first: "kill" finds the agent by
  * argv[1..3] of its /proc/PID/cmdline being exactly "run --tag TAG". */
 #define HUTCH_AGENT_OPT_TAG "--tag"
 #define HUTCH_AGENT_OPT_DEADLINE "--deadline-ms"
 #define HUTCH_AGENT_OPT_KILL_LEFTOVERS "--kill-leftovers"
+#define HUTCH_AGENT_OPT_WORKDIR "--workdir" /* run, spawn */
+#define HUTCH_AGENT_OPT_TTY "--tty"	    /* run */
+#define HUTCH_AGENT_OPT_ID "--id"	    /* spawn */
+#define HUTCH_AGENT_OPT_SIGNAL "--signal"   /* kill */
+
+/* Background processes: at most this many bytes of a process's output are
+ * kept (the last ones; what went before is dropped and counted), and at
+ * most HUTCH_AGENT_PROC_KEEP ended processes (the oldest go first). */
+#define HUTCH_AGENT_LOG_KEEP (8u << 20)
+#define HUTCH_AGENT_PROC_KEEP 64
+/* logs --json: --max defaults to this and may not exceed the next. */
+#define HUTCH_AGENT_LOGS_MAX_DEFAULT (256u << 10)
+#define HUTCH_AGENT_LOGS_MAX (1u << 20)
 
 /* Tags are [A-Za-z0-9_-]{1,HUTCH_AGENT_TAG_MAX}. */
 #define HUTCH_AGENT_TAG_MAX 64
@@ -79,11 +107,12 @@
 #define HUTCH_AGENT_EXIT_OK 0
 #define HUTCH_AGENT_EXIT_FAIL 1	 /* kill: tree not emptied; fs: tool error */
 #define HUTCH_AGENT_EXIT_USAGE 2 /* bad command line (fs: with an answer) */
-#define HUTCH_AGENT_EXIT_NOTAG 3 /* kill: no "run" agent with that tag */
-#define HUTCH_AGENT_EXIT_DEADLINE 124 /* run: --deadline-ms expired */
-#define HUTCH_AGENT_EXIT_INTERNAL 125 /* the agent itself failed */
-#define HUTCH_AGENT_EXIT_NOEXEC 126   /* run: command found, not runnable */
-#define HUTCH_AGENT_EXIT_NOCMD 127    /* run: command not found */
+#define HUTCH_AGENT_EXIT_NOTAG 3 /* kill, logs, wait: no such tag or id */
+#define HUTCH_AGENT_EXIT_NOWORKDIR 122 /* run, spawn: --workdir unusable */
+#define HUTCH_AGENT_EXIT_DEADLINE 124  /* run: --deadline-ms expired */
+#define HUTCH_AGENT_EXIT_INTERNAL 125  /* the agent itself failed */
+#define HUTCH_AGENT_EXIT_NOEXEC 126    /* run: command found, not runnable */
+#define HUTCH_AGENT_EXIT_NOCMD 127     /* run: command not found */
 
 /* --- lines on stderr the library looks for --------------------------------- */
 
@@ -102,6 +131,10 @@
 /* "run", when the command could not be executed ("hutch: cannot run
  * 'ARGV0': strerror"), before exiting 126 or 127. */
 #define HUTCH_AGENT_CANNOT_RUN "hutch: cannot run '"
+
+/* "run" and "spawn", when --workdir cannot be used ("hutch: cannot use
+ * working directory 'DIR': strerror"), before exiting 122. */
+#define HUTCH_AGENT_NO_WORKDIR "hutch: cannot use working directory '"
 
 /* An agent that does not know a command says this (exit 2). */
 #define HUTCH_AGENT_UNKNOWN_COMMAND "unknown command"
