@@ -53,7 +53,7 @@ typedef enum {
 typedef struct {
 	hutch_portfwd_event_kind kind;
 	const hutch_portfwd_spec *forward; /* which one (the caller's) */
-	const char *addr;     /* LISTENING: the address bound, numeric */
+	const char *addr;	  /* LISTENING: the address bound, numeric */
 	unsigned short host_port; /* LISTENING: the port bound */
 	const char *peer;	  /* OPENED, CLOSED, FAILED: "ADDR:PORT" */
 	const char *message;	  /* FAILED: one line; else NULL */
@@ -61,8 +61,7 @@ typedef struct {
 
 /* Called from any of hutch's threads, one call at a time (hutch holds a
  * lock around it); it must not block for long. */
-typedef void (*hutch_portfwd_cb)(const hutch_portfwd_event *ev,
-				 void *payload);
+typedef void (*hutch_portfwd_cb)(const hutch_portfwd_event *ev, void *payload);
 
 #define HUTCH_PORTFWD_OPTIONS_VERSION 1
 #define HUTCH_PORTFWD_DEFAULT_MAX_CONNECTIONS 64
@@ -71,7 +70,7 @@ typedef void (*hutch_portfwd_cb)(const hutch_portfwd_event *ev,
 typedef struct {
 	unsigned int version; /* HUTCH_PORTFWD_OPTIONS_VERSION */
 	const hutch_portfwd_spec *forwards;
-	size_t count; /* 1..HUTCH_PORTFWD_MAX_FORWARDS */
+	size_t count;	  /* 1..HUTCH_PORTFWD_MAX_FORWARDS */
 	int allow_remote; /* 1: a host address that is not loopback may be
 			     listened on */
 	unsigned int max_connections; /* relays at once, over all forwards;
@@ -83,10 +82,9 @@ typedef struct {
 	void *payload;
 } hutch_portfwd_options;
 
-#define HUTCH_PORTFWD_OPTIONS_INIT                                     \
-	{                                                              \
-		HUTCH_PORTFWD_OPTIONS_VERSION, NULL, 0, 0, 0, NULL, NULL, \
-			NULL                                           \
+#define HUTCH_PORTFWD_OPTIONS_INIT                                             \
+	{                                                                      \
+		HUTCH_PORTFWD_OPTIONS_VERSION, NULL, 0, 0, 0, NULL, NULL, NULL \
 	}
 
 /*
@@ -98,8 +96,8 @@ typedef struct {
  * already in use, HUTCH_ENOTFOUND when the session does not exist, or
  * the engine's error.
  */
-int hutch_portfwd_run(hutch_session *session,
-		      const hutch_portfwd_options *opts, hutch_error **err);
+int hutch_portfwd_run(hutch_session *session, const hutch_portfwd_options *opts,
+		      hutch_error **err);
 
 #ifdef __cplusplus
 }

@@ -129,8 +129,8 @@ static void on_event(const hutch_portfwd_event *ev, void *payload)
 		break;
 	case HUTCH_PORTFWD_OPENED:
 		if (st->verbose)
-			cli_error("%s: connection opened to port %u",
-				  ev->peer, (unsigned)ev->forward->port);
+			cli_error("%s: connection opened to port %u", ev->peer,
+				  (unsigned)ev->forward->port);
 		break;
 	case HUTCH_PORTFWD_CLOSED:
 		if (st->verbose)

@@ -37,10 +37,6 @@
 #include "error.h"
 #include "session_internal.h"
 
-#ifndef HUTCH_AGENT_CMD_CONNECT
-#define HUTCH_AGENT_CMD_CONNECT "connect"
-#endif
-
 /* How often the accepting thread looks at the cancel flag. */
 #define POLL_MS 100
 /* How long exec inspect may say "running" after the stream ended. */
@@ -59,7 +55,7 @@ struct relay {
 	pthread_t thread;
 	int done; /* atomic: the thread has finished its work */
 	hutch_demux demux;
-	int client_gone; /* writing to the client failed */
+	int client_gone;   /* writing to the client failed */
 	char errtext[256]; /* the start of what the agent said on stderr */
 	size_t errlen;
 	struct relay *next;
@@ -171,7 +167,8 @@ static int exit_code(struct pf *pf, const char *id, int *code,
 
 	for (;;) {
 		rc = hutch__api_exec_inspect(hutch_session_engine(pf->s), id,
-					     &info, "inspect connect exec", err);
+					     &info, "inspect connect exec",
+					     err);
 		if (rc < 0)
 			return rc;
 		if (!info.running) {
@@ -180,7 +177,8 @@ static int exit_code(struct pf *pf, const char *id, int *code,
 			*code = info.exit_code;
 			return 1;
 		}
-		if (hutch__now_ms() > until || hutch_cancel_raised(pf->o->cancel))
+		if (hutch__now_ms() > until ||
+		    hutch_cancel_raised(pf->o->cancel))
 			return 0;
 		hutch__sleep_ms(pause);
 		if (pause < 50)
@@ -209,7 +207,8 @@ static void *relay_main(void *p)
 	struct pf *pf = r->pf;
 	hutch_engine *e = hutch_session_engine(pf->s);
 	char port[8], id[129], msg[512];
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_CONNECT, port };
+	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_CONNECT,
+			       port };
 	/* As the session's user (the exec's default): connecting to a port
 	 * on the container's loopback needs no privilege. */
 	struct hutch__exec_spec spec = {

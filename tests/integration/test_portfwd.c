@@ -31,8 +31,7 @@ static void sh(const char *s, const char *cmd)
 
 /* `hutch port-forward S ARGS...` started; returns the host port of its
  * first "forwarding ADDR:PORT" line. */
-static unsigned short forward_start(it_proc *p, const char *s,
-				    const char *spec)
+static unsigned short forward_start(it_proc *p, const char *s, const char *spec)
 {
 	double until = it_now() + 60;
 	char buf[512] = "";
@@ -109,8 +108,7 @@ IT_TEST(portfwd, fifty_concurrent_requests_without_network)
 	/* No way out: the forward is the only path in. */
 	r = it_hutch("sh", s, "ls /sys/class/net", NULL);
 	IT_ASSERT_EXIT(r, 0, "ls /sys/class/net");
-	cr_assert_str_eq(r.out, "lo\n", "the session has a network: %s",
-			 r.out);
+	cr_assert_str_eq(r.out, "lo\n", "the session has a network: %s", r.out);
 	it_result_free(&r);
 	port = forward_start(&p, s, "0:8080");
 	for (int i = 0; i < CONCURRENT; i++) {
@@ -174,9 +172,9 @@ IT_TEST(portfwd, binary_data_both_ways_and_half_close)
 	fd = dial(port);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (back < n) {
-		struct pollfd pf = { .fd = fd,
-				     .events = POLLIN |
-					       (sent < n ? POLLOUT : 0) };
+		struct pollfd pf = {
+			.fd = fd, .events = POLLIN | (sent < n ? POLLOUT : 0)
+		};
 		ssize_t k;
 
 		cr_assert_gt(poll(&pf, 1, 60000), 0, "echo stalled at %zu",

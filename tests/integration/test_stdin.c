@@ -42,8 +42,7 @@ static void read_until(int fd, char *buf, size_t cap, size_t *len,
 			continue;
 		cr_assert_lt(*len, cap - 1, "output too long: %s", buf);
 		n = read(fd, buf + *len, cap - 1 - *len);
-		cr_assert_gt(n, 0, "output ended before '%s': %s", needle,
-			     buf);
+		cr_assert_gt(n, 0, "output ended before '%s': %s", needle, buf);
 		*len += (size_t)n;
 		buf[*len] = '\0';
 	}
@@ -135,8 +134,8 @@ IT_TEST(stdin, binary_input_is_exact)
 		cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
 		if (way != 1)
 			o.in_fd = fd;
-		r = way == 0 ? it_hutch_o(&o, "exec", "-i", s, "--", "cat",
-					  NULL) :
+		r = way == 0 ?
+			    it_hutch_o(&o, "exec", "-i", s, "--", "cat", NULL) :
 		    way == 1 ? it_hutch_o(&o, "exec", s, "--input-file", path,
 					  "--", "cat", NULL) :
 			       it_hutch_o(&o, "exec", s, "--input-file", "-",
@@ -157,8 +156,8 @@ IT_TEST(stdin, binary_input_is_exact)
 IT_TEST(stdin, input_text_and_one_source_only)
 {
 	const char *s = it_session();
-	it_result r = it_hutch("exec", s, "--input", "hello\nworld", "--",
-			       "sh", "-c", "cat; echo; echo done", NULL);
+	it_result r = it_hutch("exec", s, "--input", "hello\nworld", "--", "sh",
+			       "-c", "cat; echo; echo done", NULL);
 
 	IT_ASSERT_EXIT(r, 0, "hutch exec --input");
 	cr_assert_str_eq(r.out, "hello\nworld\ndone\n");

@@ -29,8 +29,8 @@ struct term {
 };
 
 /* hutch ARGS under a new pseudo-terminal of ROWS x COLS. */
-static void term_start(struct term *t, unsigned short rows,
-		       unsigned short cols, const char *const *args)
+static void term_start(struct term *t, unsigned short rows, unsigned short cols,
+		       const char *const *args)
 {
 	struct winsize ws = { .ws_row = rows, .ws_col = cols };
 	const char *libdir, *prog = it_hutch_program(&libdir);
@@ -179,8 +179,8 @@ IT_TEST(tty, shell_at_a_terminal)
 		expect(&t, ">=2=");
 		snprintf(answer, sizeof(answer), "%.*s",
 			 (int)(t.mark > from + 40 ? 40 : t.mark - from),
-			 t.screen + t.mark - (t.mark > from + 40 ? 40 :
-							   t.mark - from));
+			 t.screen + t.mark -
+				 (t.mark > from + 40 ? 40 : t.mark - from));
 		if (strstr(answer, "<41 123>"))
 			break;
 		cr_assert(strstr(answer, "<30 100>"), "stty size: %s", answer);
@@ -226,8 +226,8 @@ IT_TEST(tty, raw_mode_is_undone_on_signals)
 			     sigs[i], st);
 		/* The pty keeps its settings while this side is open. */
 		cr_assert_eq(lflags(&t), before,
-			     "after signal %d the terminal was left %s", sigs[i],
-			     lflags(&t) & ICANON ? "changed" : "raw");
+			     "after signal %d the terminal was left %s",
+			     sigs[i], lflags(&t) & ICANON ? "changed" : "raw");
 		close(t.master);
 	}
 }
