@@ -96,6 +96,16 @@ bool agent_tag_valid(const char *tag)
 			   "0123456789_-") == len;
 }
 
+bool agent_argv0_ok(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+	size_t n = sizeof(HUTCH_AGENT_NAME) - 1;
+
+	base = base ? base + 1 : argv0;
+	return strncmp(base, HUTCH_AGENT_NAME, n) == 0 &&
+	       (base[n] == '\0' || base[n] == '-');
+}
+
 /*
  * Record that the session is in use: HUTCH_LAST_USED_PATH's mtime, which
  * "hutch gc" reads through the engine's archive API (no request is added

@@ -297,7 +297,6 @@ static bool parse_ull(const char *s, const char *key, unsigned long long *v)
 static bool supervisor_alive(const char *id, pid_t pid,
 			     unsigned long long start)
 {
-	static const char suffix[] = HUTCH_AGENT_NAME;
 	char path[64], buf[512];
 	const char *want[] = { HUTCH_AGENT_CMD_SPAWN, HUTCH_AGENT_OPT_ID, id };
 	unsigned long long now_start;
@@ -323,8 +322,7 @@ static bool supervisor_alive(const char *id, pid_t pid,
 	p = buf;
 	end = buf + n;
 	alen = strnlen(p, (size_t)n);
-	if (alen == (size_t)n || alen < sizeof(suffix) - 1 ||
-	    memcmp(p + alen - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1))
+	if (alen == (size_t)n || !agent_argv0_ok(p))
 		return false;
 	p += alen + 1;
 	for (i = 0; i < 3; i++) {

@@ -271,6 +271,12 @@ static int signal_proc(const struct proc *p, int sig)
 		ret = -1;
 	} else if (fd >= 0) {
 		ret = pidfd_signal_(fd, sig);
+		/* Filtered (as under a "run" agent's confinement, confine.c):
+		 * the checked kill() then. */
+		if (ret < 0 && errno == ENOSYS) {
+			have_pidfd = false;
+			ret = kill(p->pid, sig);
+		}
 	} else {
 		ret = kill(p->pid, sig);
 	}
@@ -480,16 +486,16 @@ struct find {
 	bool found;
 };
 
-/* argv[0] ends in "hutch-agent" and argv[1..3] are exactly run --tag TAG. */
+/* argv[0] names an agent (agent_argv0_ok) and argv[1..3] are exactly
+ * run --tag TAG. */
 static bool is_agent(const char *buf, size_t len, const char *tag)
 {
-	static const char suffix[] = HUTCH_AGENT_NAME;
 	const char *want[] = { HUTCH_AGENT_CMD_RUN, HUTCH_AGENT_OPT_TAG, tag };
 	const char *p = buf, *end = buf + len;
-	size_t slen = sizeof(suffix) - 1, alen, wlen, i;
+	size_t alen, wlen, i;
 
 	alen = strnlen(p, len);
-	if (alen == len || alen < slen || memcmp(p + alen - slen, suffix, slen))
+	if (alen == len || !agent_argv0_ok(p))
 		return false;
 	p += alen + 1;
 	for (i = 0; i < 3; i++) {

@@ -8,8 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +29,16 @@ struct run_opts {
 	const char *tag;
 	unsigned long long deadline_ms; /* 0: none */
 	bool kill_leftovers;		/* nothing may outlive the command */
+	bool tty;	     /* the exec's terminal is the command's */
+	const char *workdir; /* NULL: the exec's own */
 	char **argv;
+};
+
+/* The command's stdout and stderr pipes: our read ends (-1 once
+ * closed) and the write ends the child takes as its fds 1 and 2. */
+struct relay {
+	int rd[2];
+	int wr[2];
 };
 
 /*
@@ -159,6 +172,11 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 	for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], HUTCH_AGENT_OPT_KILL_LEFTOVERS)) {
 			o->kill_leftovers = true;
+		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_TTY)) {
+			o->tty = true;
+		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_WORKDIR) &&
+			   i + 1 < argc) {
+			o->workdir = argv[++i];
 		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_DEADLINE)) {
 			if (i + 1 >= argc ||
 			    parse_ms(argv[i + 1], &o->deadline_ms)) {
@@ -177,7 +195,7 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 	return 0;
 usage:
 	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] "
-		  "[--kill-leftovers] -- ARGV...");
+		  "[--kill-leftovers] [--workdir DIR] [--tty] -- ARGV...");
 	return -1;
 }
 
@@ -300,20 +318,57 @@ void agent_report_exec_failure(const char *name, int err)
 	}
 }
 
+/*
+ * With --tty the exec's terminal is the command's: the engine made the
+ * agent the leader of a session whose controlling terminal it is (runc
+ * and crun: setsid and TIOCSCTTY for an exec with a TTY), so the command
+ * cannot have a session of its own (a new session has no terminal, and
+ * the terminal cannot be a second session's).  It gets a process group of
+ * its own in the agent's session instead, made the terminal's foreground
+ * group: job control, ^C and ^Z reach it and its jobs, never the agent.
+ * The parent does the same two calls (the usual race: whichever comes
+ * first).  SIGTTOU is held (blocked) here: tcsetpgrp from a background
+ * group would otherwise stop us.
+ *
+ * Without a terminal of the agent's session (an engine that did not make
+ * one): a session of its own and the terminal, if any, as its own.
+ */
+static void take_terminal(void)
+{
+	pid_t self = getpid();
+
+	if (tcgetsid(STDIN_FILENO) == getsid(0)) {
+		setpgid(0, 0);
+		tcsetpgrp(STDIN_FILENO, self);
+		return;
+	}
+	setsid();
+	ioctl(STDIN_FILENO, TIOCSCTTY, 0);
+}
+
 static void __attribute__((noreturn))
-child_exec(char **argv, pid_t agent, pid_t agent_pgrp)
+child_exec(char **argv, pid_t agent, pid_t agent_pgrp, bool tty,
+	   const struct relay *rl)
 {
 	sigset_t none;
 	int sig, err;
 
-	/*
-	 * A session (and so process group) of its own: the signals we forward
-	 * reach the command and the helpers it keeps in its group as a unit,
-	 * and a terminal's or a user's group signal meant for the command can
-	 * never land on the agent.  Cannot fail: a fresh child of ours is not
-	 * a group leader.
-	 */
-	setsid();
+	if (tty) {
+		take_terminal();
+	} else {
+		/*
+		 * A session (and so process group) of its own: the signals we
+		 * forward reach the command and the helpers it keeps in its
+		 * group as a unit, and a terminal's or a user's group signal
+		 * meant for the command can never land on the agent.  Cannot
+		 * fail: a fresh child of ours is not a group leader.
+		 */
+		setsid();
+		/* Output through the agent's pipes (see relay_output). */
+		if (dup2(rl->wr[0], STDOUT_FILENO) < 0 ||
+		    dup2(rl->wr[1], STDERR_FILENO) < 0)
+			_exit(HUTCH_AGENT_EXIT_INTERNAL);
+	}
 	/*
 	 * From here on nothing the command starts can signal us: we stay
 	 * alive, a subreaper, for as long as the command runs, so all it
@@ -383,33 +438,26 @@ static void deadline_from_now(unsigned long long ms, struct timespec *ts)
 	}
 }
 
-/* Next signal from @set; 0 once @deadline (if any) has passed. */
-static int wait_signal(const sigset_t *set, const struct timespec *deadline)
+/* Milliseconds to @deadline for poll(): -1 none, 0 passed. */
+static int poll_timeout(const struct timespec *deadline)
 {
-	struct timespec now, left;
-	int sig;
+	struct timespec now;
+	long long ms;
 
-	for (;;) {
-		if (!deadline) {
-			sig = sigwaitinfo(set, NULL);
-		} else {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			left.tv_sec = deadline->tv_sec - now.tv_sec;
-			left.tv_nsec = deadline->tv_nsec - now.tv_nsec;
-			if (left.tv_nsec < 0) {
-				left.tv_sec--;
-				left.tv_nsec += 1000000000L;
-			}
-			if (left.tv_sec < 0)
-				return 0;
-			sig = sigtimedwait(set, NULL, &left);
-			if (sig < 0 && errno == EAGAIN)
-				return 0;
-		}
-		/* EINTR: e.g. "kill" stopped and continued us. */
-		if (sig >= 0 || errno != EINTR)
-			return sig;
-	}
+	if (!deadline)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (long long)(deadline->tv_sec - now.tv_sec) * 1000 +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	if (ms <= 0)
+		return 0;
+	/* Round up: waking a millisecond early would spin. */
+	return ms > 1000000 ? 1000000 : (int)ms + 1;
+}
+
+static bool passed(const struct timespec *deadline)
+{
+	return deadline && poll_timeout(deadline) == 0;
 }
 
 /*
@@ -430,10 +478,138 @@ static void kill_leftovers(void)
 	}
 }
 
-static int supervise(pid_t child, const struct run_opts *o, const sigset_t *set,
-		     const struct timespec *deadline)
+/* --- relaying the command's output ------------------------------------ */
+
+/*
+ * The command's stdout and stderr are pipes to us, not the exec's own
+ * streams, which we copy them to.  Why: the exec ends (for the engine and
+ * so for hutch) only once every holder of its streams has closed them, and
+ * a background process the command started ('server &') would hold them
+ * for as long as it runs.  With the pipes in between, we decide when the
+ * exec's output ends: when the main child has ended and what is already
+ * in the pipes is copied (leave_drainer for the rest).
+ */
+#define RELAY_BUF 65536
+
+static char relay_buf[RELAY_BUF];
+
+static void relay_close(struct relay *rl, int i)
 {
-	int code, sig;
+	close(rl->rd[i]);
+	rl->rd[i] = -1;
+}
+
+/* Copy what pipe @i has now to our fd 1 or 2; @all: until it is empty.
+ * A pipe at EOF is closed; so is one whose copy cannot be written any
+ * more (the exec's stream is gone): the command then sees EPIPE as it
+ * would have without us. */
+static void relay_pump(struct relay *rl, int i, bool all)
+{
+	ssize_t n, w;
+	size_t off;
+
+	while (rl->rd[i] >= 0) {
+		n = read(rl->rd[i], relay_buf, sizeof(relay_buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			relay_close(rl, i);
+			return;
+		}
+		for (off = 0; off < (size_t)n; off += (size_t)w) {
+			w = write(i + 1, relay_buf + off, (size_t)n - off);
+			if (w < 0 && errno == EINTR) {
+				w = 0;
+				continue;
+			}
+			if (w <= 0) {
+				relay_close(rl, i);
+				return;
+			}
+		}
+		if (!all)
+			return;
+	}
+}
+
+/*
+ * The main child has ended and its output is copied, but processes it
+ * left behind still hold the pipes.  We must exit (the exec ends with
+ * us), and they must not get SIGPIPE, nor block on a full pipe, for
+ * writing after that.  So a drainer is left behind: a child of ours that
+ * lets go of the exec's streams and reads the pipes until every writer
+ * has closed them, throwing the bytes away.  It is forked only in that
+ * case (a command that leaves nothing running costs nothing), stays in
+ * the tree it serves (re-parented to init with it when we exit), and is
+ * a copy of us: not dumpable, under the agent's seccomp filter.  It holds
+ * no signal we forward: it ends when the pipes do.
+ */
+static void leave_drainer(struct relay *rl)
+{
+	struct pollfd p[2];
+	pid_t pid;
+	int fd, i;
+
+	if (rl->rd[0] < 0 && rl->rd[1] < 0)
+		return;
+	pid = fork();
+	if (pid != 0) {
+		/* Ours are closed either way; without a drainer (fork
+		 * failed) the leftovers get EPIPE, as before relaying. */
+		for (i = 0; i < 2; i++)
+			if (rl->rd[i] >= 0)
+				relay_close(rl, i);
+		return;
+	}
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (i = 0; i <= 2; i++)
+		if (fd >= 0)
+			dup2(fd, i);
+		else
+			close(i);
+	prctl(PR_SET_NAME, "hutch-drainer", 0, 0, 0);
+	while (rl->rd[0] >= 0 || rl->rd[1] >= 0) {
+		for (i = 0; i < 2; i++)
+			p[i] = (struct pollfd){ rl->rd[i], POLLIN, 0 };
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < 2; i++)
+			while (rl->rd[i] >= 0 && p[i].revents) {
+				ssize_t n = read(rl->rd[i], relay_buf,
+						 sizeof(relay_buf));
+
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0 && errno == EAGAIN)
+					break;
+				if (n <= 0)
+					relay_close(rl, i);
+			}
+	}
+	_exit(0);
+}
+
+/* What the main child has left in the pipes, then the drainer. */
+static void relay_finish(struct relay *rl)
+{
+	relay_pump(rl, 0, true);
+	relay_pump(rl, 1, true);
+	leave_drainer(rl);
+}
+
+/*
+ * Wait for the main child, copying its output and forwarding signals
+ * (read from @sfd, a signalfd of the blocked set) to it.  The exit code,
+ * HUTCH_AGENT_EXIT_DEADLINE once @deadline has passed.
+ */
+static int supervise(pid_t child, const struct run_opts *o, int sfd,
+		     struct relay *rl, const struct timespec *deadline)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p[3];
+	int code, n;
 
 	for (;;) {
 		/*
@@ -445,27 +621,46 @@ static int supervise(pid_t child, const struct run_opts *o, const sigset_t *set,
 		 */
 		code = reap(child);
 		if (code >= 0) {
+			/* Copy what it wrote before it ended first: the
+			 * secrets line comes after its output. */
+			relay_pump(rl, 0, true);
+			relay_pump(rl, 1, true);
 			if (o->kill_leftovers)
 				kill_leftovers();
+			relay_finish(rl);
 			return code;
 		}
-		sig = wait_signal(set, o->deadline_ms ? deadline : NULL);
-		if (sig == 0) {
+		if (passed(o->deadline_ms ? deadline : NULL)) {
 			/*
 			 * Backstop for a hutch that went away and so will never
 			 * run "kill".  Our zombies stay unreaped meanwhile; the
 			 * tree walk skips them and init inherits them.
 			 */
 			proctree_kill_descendants(getpid(), NULL);
+			relay_finish(rl);
 			return HUTCH_AGENT_EXIT_DEADLINE;
 		}
-		if (sig < 0) {
-			agent_err("waiting for signals: %m");
+		p[0] = (struct pollfd){ sfd, POLLIN, 0 };
+		p[1] = (struct pollfd){ rl->rd[0], POLLIN, 0 };
+		p[2] = (struct pollfd){ rl->rd[1], POLLIN, 0 };
+		n = poll(p, 3, poll_timeout(o->deadline_ms ? deadline : NULL));
+		if (n < 0 && errno != EINTR) {
+			agent_err("waiting for the command: %m");
 			proctree_kill_descendants(getpid(), NULL);
 			return HUTCH_AGENT_EXIT_INTERNAL;
 		}
-		if (sig != SIGCHLD)
-			forward(child, sig);
+		if (n <= 0)
+			continue;
+		/* One read a stream a round: their order stays close to the
+		 * order they were written in. */
+		if (p[1].revents)
+			relay_pump(rl, 0, false);
+		if (p[2].revents)
+			relay_pump(rl, 1, false);
+		if (p[0].revents)
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				if (si.ssi_signo != SIGCHLD)
+					forward(child, (int)si.ssi_signo);
 	}
 }
 
@@ -528,14 +723,31 @@ static void report_oom(void)
 	}
 }
 
+/* Pipes for the command's output; the read ends ours, non-blocking. */
+static int relay_open(struct relay *rl)
+{
+	int p[2], i;
+
+	rl->rd[0] = rl->rd[1] = rl->wr[0] = rl->wr[1] = -1;
+	for (i = 0; i < 2; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -1;
+		rl->rd[i] = p[0];
+		rl->wr[i] = p[1];
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+	}
+	return 0;
+}
+
 int agent_run(int argc, char **argv)
 {
 	struct run_opts o = { 0 };
 	struct timespec deadline = { 0 };
+	struct relay rl = { { -1, -1 }, { -1, -1 } };
 	sigset_t set;
 	pid_t child, self, pgrp;
 	long long ooms;
-	int code;
+	int code, sfd;
 
 	if (parse_run_args(argc, argv, &o) < 0)
 		return HUTCH_AGENT_EXIT_USAGE;
@@ -543,6 +755,9 @@ int agent_run(int argc, char **argv)
 		agent_err("cannot open standard fds: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
+	/* Ours, so the command inherits it; nothing runs when it fails. */
+	if (o.workdir && agent_enter_workdir(o.workdir) < 0)
+		return HUTCH_AGENT_EXIT_NOWORKDIR;
 	/*
 	 * Subreaper before fork: from then on anything the command detaches
 	 * (double fork, setsid, nohup) re-parents to us rather than to the
@@ -561,6 +776,9 @@ int agent_run(int argc, char **argv)
 	 */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	agent_default_signal(SIGCHLD);
+	/* A copy to an exec stream that is gone is an error, not our death
+	 * (the child puts every signal back to its default). */
+	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
@@ -575,6 +793,21 @@ int agent_run(int argc, char **argv)
 		agent_err("sigprocmask: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
+	if (o.tty) {
+		/* Held (not part of the forwarded set): tcsetpgrp and our
+		 * own lines from what is then a background group. */
+		sigset_t tt;
+
+		sigemptyset(&tt);
+		sigaddset(&tt, SIGTTOU);
+		sigaddset(&tt, SIGTTIN);
+		sigprocmask(SIG_BLOCK, &tt, NULL);
+	}
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || (!o.tty && relay_open(&rl) < 0)) {
+		agent_err("cannot set up the command's output: %m");
+		return HUTCH_AGENT_EXIT_INTERNAL;
+	}
 	if (o.deadline_ms)
 		deadline_from_now(o.deadline_ms, &deadline);
 
@@ -587,8 +820,17 @@ int agent_run(int argc, char **argv)
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
-		child_exec(o.argv, self, pgrp);
-	code = supervise(child, &o, &set, &deadline);
+		child_exec(o.argv, self, pgrp, o.tty, &rl);
+	if (o.tty && tcgetsid(STDIN_FILENO) == getsid(0)) {
+		/* The other half of take_terminal(). */
+		setpgid(child, child);
+		tcsetpgrp(STDIN_FILENO, child);
+	}
+	if (!o.tty) {
+		close(rl.wr[0]);
+		close(rl.wr[1]);
+	}
+	code = supervise(child, &o, sfd, &rl, &deadline);
 	/* The count is the container's: a kill while this command ran may
 	 * have hit a command running beside it, which the line says. */
 	if (ooms >= 0 && oom_kills() > ooms)

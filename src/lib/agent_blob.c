@@ -66,8 +66,9 @@ static char *agent_archive(unsigned int owner, const char *dir,
 			   unsigned int uid, unsigned int gid, size_t *len)
 {
 	size_t agent_len = (size_t)(hutch__agent_end - hutch__agent_start);
-	/* A ustar archive is the file plus headers, padded to 10 KiB. */
-	size_t cap = agent_len + 64 * 1024;
+	/* A ustar archive is the files plus headers, padded to 10 KiB: the
+	 * agent twice (PID 1's path and this build's, see agent_blob.h). */
+	size_t cap = 2 * agent_len + 64 * 1024;
 	struct archive *a;
 	char *buf = malloc(cap);
 
@@ -82,6 +83,11 @@ static char *agent_archive(unsigned int owner, const char *dir,
 				 owner, NULL, 0) < 0 ||
 	    hutch__tar_add_owned(a, HUTCH_AGENT_PATH + 1, AE_IFREG, 0111, owner,
 				 owner, hutch__agent_start, agent_len) < 0 ||
+	    hutch__tar_add_owned(a, HUTCH_AGENT_BIN_DIR + 1, AE_IFDIR, 0755,
+				 owner, owner, NULL, 0) < 0 ||
+	    hutch__tar_add_owned(a, HUTCH_AGENT_RUN_PATH + 1, AE_IFREG, 0111,
+				 owner, owner, hutch__agent_start,
+				 agent_len) < 0 ||
 	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_USE_DIR) + 1, AE_IFDIR,
 			   01777, NULL, 0) < 0 ||
 	    hutch__tar_add(a, HUTCH_AGENT_PROC_DIR + 1, AE_IFDIR, 01777, NULL,

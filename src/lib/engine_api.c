@@ -458,6 +458,29 @@ int hutch__api_archive_stat(hutch_engine *e, const char *container,
 	return rc;
 }
 
+int hutch__api_archive_exists(hutch_engine *e, const char *container,
+			      const char *path, const char *what,
+			      hutch_error **err)
+{
+	hutch__request req = { .method = "HEAD" };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	char *url = archive_path(container, path, "");
+	int rc;
+
+	if (!url)
+		return hutch__error_oom(err);
+	req.path = url;
+	rc = hutch__http(e, &req, &resp, err);
+	if (rc == 0 && resp.status == 200)
+		rc = 1;
+	else if (rc == 0 && resp.status != 404)
+		/* A HEAD answer has no body to quote. */
+		rc = hutch__engine_error(err, resp.status, NULL, 0, what);
+	hutch__response_free(&resp);
+	free(url);
+	return rc;
+}
+
 /* ---- volumes ------------------------------------------------------------- */
 
 int hutch__api_volume_create(hutch_engine *e, const char *name,

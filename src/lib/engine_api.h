@@ -114,6 +114,12 @@ int hutch__api_archive_stat(hutch_engine *e, const char *container,
 			    const char *path, char *stat, size_t statsz,
 			    hutch_error **err);
 
+/* Whether `path` exists in `container`: 1 (HEAD answered 200), 0 (404),
+ * or an error for any other answer. */
+int hutch__api_archive_exists(hutch_engine *e, const char *container,
+			      const char *path, const char *what,
+			      hutch_error **err);
+
 /* ---- volumes -------------------------------------------------------------- */
 
 /* Create volume `name` with `labels` (borrowed) and, when not NULL, the

@@ -30,6 +30,7 @@
 
 #include "account.h"
 #include "agent_blob.h"
+#include "agent_install.h"
 #include "capture.h"
 #include "common.h"
 #include "demux.h"
@@ -205,6 +206,12 @@ struct run {
 	int rc;		   /* of creating the exec and reading its stream */
 	hutch_error *lerr; /* its error */
 	int cut_by_us;	   /* we stopped reading: the command had ended */
+	/* The runtime did not find the agent (agent_install.c): its
+	 * complaint, and whatever follows it, held back until we know
+	 * whether the command runs again (then they are dropped). */
+	int agent_gone;
+	char held[2048];
+	size_t held_len;
 };
 
 static int deliver(const char *data, size_t len, void *p)
@@ -281,7 +288,7 @@ static int saw_oom(const struct run *r)
  */
 static int exec_too_long(const struct run *r, int code)
 {
-	static const char runtime[] = "exec " HUTCH_AGENT_PATH
+	static const char runtime[] = "exec " HUTCH_AGENT_RUN_PATH
 				      ": argument list too long\n";
 	static const char agent[] = "': Argument list too long\n";
 	size_t n = r->errtail_len;
@@ -309,6 +316,46 @@ static size_t exec_bytes(const hutch_exec_options *o)
 	return total;
 }
 
+/* Hold a frame back while the agent may be missing: frames are kept as
+ * [stream byte][4-byte length][data].  0 held, -1 no room. */
+static int hold_frame(struct run *r, int i, const char *data, size_t len)
+{
+	uint32_t n = (uint32_t)len;
+
+	if (len > sizeof(r->held) - r->held_len - 5)
+		return -1;
+	r->held[r->held_len] = (char)i;
+	memcpy(r->held + r->held_len + 1, &n, 4);
+	memcpy(r->held + r->held_len + 5, data, len);
+	r->held_len += 5 + len;
+	return 0;
+}
+
+static int pass_frame(struct run *r, int i, const char *data, size_t len)
+{
+	r->seen += len;
+	if (i)
+		keep_tail(r, data, len);
+	return hutch__redact_feed(&r->red[i], data, len, deliver, &r->sink[i]);
+}
+
+/* The command is not run again: what was held goes on, in order. */
+static int release_held(struct run *r)
+{
+	size_t off = 0;
+	uint32_t n;
+	int rc = 0;
+
+	r->agent_gone = 0;
+	while (off < r->held_len && rc == 0) {
+		memcpy(&n, r->held + off + 1, 4);
+		rc = pass_frame(r, r->held[off], r->held + off + 5, n);
+		off += 5 + n;
+	}
+	r->held_len = 0;
+	return rc;
+}
+
 static int on_frame(int stream, const char *data, size_t len, void *p)
 {
 	struct run *r = p;
@@ -317,10 +364,19 @@ static int on_frame(int stream, const char *data, size_t len, void *p)
 	/* Docker's "system error" stream carries the engine's own complaint
 	 * (for instance a failed exec); it is shown where errors go. */
 	i = stream == HUTCH_DEMUX_STDOUT ? 0 : 1;
-	r->seen += len;
-	if (i)
-		keep_tail(r, data, len);
-	return hutch__redact_feed(&r->red[i], data, len, deliver, &r->sink[i]);
+	/* The runtime's refusal names the agent's path, as the first and
+	 * only output of a short stream: held back (agent_install.c).  More
+	 * than that is a command's output: it goes on as it came. */
+	if (r->seen == 0 && !r->agent_gone &&
+	    hutch__agent_missing_text(data, len))
+		r->agent_gone = 1;
+	if (r->agent_gone) {
+		if (hold_frame(r, i, data, len) == 0)
+			return 0;
+		if (release_held(r))
+			return 1;
+	}
+	return pass_frame(r, i, data, len);
 }
 
 /* The stream ended: what the redactors held back goes on.  `cut`: it
@@ -484,17 +540,21 @@ struct agent_command {
 	const char **env;
 	size_t env_count;
 	char deadline[32];
+	char *workdir;
 };
 
 static void agent_command_free(struct agent_command *c)
 {
 	free(c->argv);
 	free(c->env);
+	free(c->workdir);
 }
 
-/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers] -- ARGV,
- * with the session's secrets and the command's own environment.  -1 when
- * out of memory. */
+/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers] [--tty]
+ * --workdir DIR -- ARGV, with the session's secrets and the command's own
+ * environment.  The agent enters DIR itself, so that a missing one is its
+ * clean error (exit HUTCH_AGENT_EXIT_NOWORKDIR, see judge_ending) rather
+ * than the runtime's.  -1 when out of memory. */
 static int agent_command(struct agent_command *c, const struct run *r)
 {
 	const hutch_exec_options *o = r->o;
@@ -503,9 +563,10 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	size_t nsec = sec ? sec->count : 0;
 
 	memset(c, 0, sizeof(*c));
-	c->argv = calloc(o->argc + 8, sizeof(*c->argv));
+	c->argv = calloc(o->argc + 11, sizeof(*c->argv));
 	c->env = calloc(nsec + o->env_count + 1, sizeof(*c->env));
-	if (!c->argv || !c->env) {
+	c->workdir = hutch__workdir_resolve(o->workdir);
+	if (!c->argv || !c->env || !c->workdir) {
 		agent_command_free(c);
 		return -1;
 	}
@@ -513,7 +574,7 @@ static int agent_command(struct agent_command *c, const struct run *r)
 		 o->timeout_ms ?
 			 (unsigned long long)o->timeout_ms + AGENT_BACKSTOP_MS :
 			 0ULL);
-	c->argv[c->argc++] = HUTCH_AGENT_PATH;
+	c->argv[c->argc++] = HUTCH_AGENT_RUN_PATH;
 	c->argv[c->argc++] = HUTCH_AGENT_CMD_RUN;
 	c->argv[c->argc++] = HUTCH_AGENT_OPT_TAG;
 	c->argv[c->argc++] = r->tag;
@@ -523,6 +584,12 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	 * leftovers would keep the values in their environment (README). */
 	if (nsec)
 		c->argv[c->argc++] = HUTCH_AGENT_OPT_KILL_LEFTOVERS;
+	/* The exec has a terminal: the command gets it as its controlling
+	 * terminal, with no pipes between. */
+	if (o->tty)
+		c->argv[c->argc++] = HUTCH_AGENT_OPT_TTY;
+	c->argv[c->argc++] = HUTCH_AGENT_OPT_WORKDIR;
+	c->argv[c->argc++] = c->workdir;
 	c->argv[c->argc++] = "--";
 	for (size_t i = 0; i < o->argc; i++)
 		c->argv[c->argc++] = o->argv[i];
@@ -638,7 +705,8 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
  * already gone), or a negative code. */
 static int kill_tree(struct run *r, hutch_error **err)
 {
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_KILL, r->tag };
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_KILL,
+			       r->tag };
 	/* As the session's user, the exec default, not as root: with every
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
@@ -883,6 +951,7 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 	hutch_error_free(r->lerr);
 	r->lerr = NULL;
 	r->streamed = 0;
+	r->agent_gone = 0;
 	r->rc = exec_create(r, spec, r->exec_id, sizeof(r->exec_id),
 			    "create exec", &r->lerr);
 	if (r->rc < 0)
@@ -893,11 +962,36 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 	r->rc = exec_start_command(r, deadline, &r->lerr);
 }
 
+/* run_once, and once more when this build's agent was not there: a
+ * session made by another hutch, where nothing ran (agent_install.c
+ * checks that the file is really missing first). */
+static void run_once_agent(struct run *r, const struct hutch__exec_spec *spec)
+{
+	int got = 0;
+
+	run_once(r, spec);
+	if (!r->agent_gone)
+		return;
+	if (r->rc == 0)
+		got = hutch__agent_install_if_missing(r->s, &r->lerr);
+	if (got == 1) {
+		/* Its refusal is not the command's output. */
+		r->held_len = 0;
+		r->seen = 0;
+		r->errtail_len = 0;
+		run_once(r, spec);
+	}
+	if (r->agent_gone && release_held(r))
+		r->stopped = 1;
+	if (got < 0)
+		r->rc = got;
+}
+
 /* Run the command, and once more when its container was gone. */
 static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 			       const struct hutch__exec_spec *spec)
 {
-	run_once(r, spec);
+	run_once_agent(r, spec);
 	/* The container was gone or stopped before the command began:
 	 * nothing ran, so bringing the container back and trying once more
 	 * cannot run the command twice. */
@@ -920,7 +1014,7 @@ static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 	/* Making a brand-new session's first container is the lazy
 	 * creation, not a recovery. */
 	res->retried = !r->s->new_record;
-	run_once(r, spec);
+	run_once_agent(r, spec);
 }
 
 /* Our side stopped reading, and the output read so far is all there is:
@@ -1059,6 +1153,21 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 	}
 	if (got < 0 || cut)
 		return broken_stream(r, got, cut, ierr, err);
+	if (got == 1 && code == HUTCH_AGENT_EXIT_NOWORKDIR &&
+	    memmem(r->errtail, r->errtail_len, HUTCH_AGENT_NO_WORKDIR,
+		   sizeof(HUTCH_AGENT_NO_WORKDIR) - 1)) {
+		/* The agent's line, and its exit: the command never ran.  A
+		 * command printing it and exiting 122 only mislabels its own
+		 * result. */
+		char *dir = hutch__workdir_resolve(r->o->workdir);
+		int rc = hutch__error_set(
+			err, HUTCH_EINVALID,
+			"working directory '%s' does not exist in the session",
+			dir ? dir : r->o->workdir);
+
+		free(dir);
+		return rc;
+	}
 	if (got == 1 && exec_too_long(r, code))
 		return hutch__error_set(
 			err, HUTCH_ETOOBIG,
@@ -1238,7 +1347,8 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 		.argc = cmd.argc,
 		.env = cmd.env,
 		.env_count = cmd.env_count,
-		.workdir = workdir,
+		/* Always there; the agent enters the real one (--workdir). */
+		.workdir = "/",
 		/* With no input the exec gets none: its stdin is /dev/null
 		 * (the agent makes sure), and nothing to attach. */
 		.attach_stdin = r->o->input || r->o->input_fd >= 0 ||

@@ -21,6 +21,7 @@
 #include <hutch/fs.h>
 
 #include "agent_blob.h"
+#include "agent_install.h"
 #include "base64.h"
 #include "common.h"
 #include "engine_internal.h"
@@ -84,7 +85,8 @@ static void arg_num(struct argv *a, const char *flag, uint64_t value)
 static void argv_init(struct argv *a, const char *tool)
 {
 	memset(a, 0, sizeof(*a));
-	arg(a, HUTCH_AGENT_PATH);
+	/* This build's agent, the one the exec's "run" is (agent_blob.h). */
+	arg(a, HUTCH_AGENT_RUN_PATH);
 	arg(a, HUTCH_AGENT_CMD_FS);
 	arg(a, tool);
 }
@@ -344,12 +346,15 @@ static int agent_too_old(int code, const char *out, size_t len,
 }
 
 /* Replace the container's agent with this library's (owned as
- * agent_blob.h says).  The engines unlink an existing file before
- * extracting, so the copy running as the entry point keeps its old inode
- * and nothing is interrupted. */
+ * agent_blob.h says) when it is really not there: the check and the
+ * install are the exec's (agent_install.c), so a tool whose output merely
+ * looks like a missing agent is not run twice.  1 installed, 0 the agent
+ * is there (the failure was something else), or an error.  The engines
+ * unlink an existing file before extracting, so the copy running as the
+ * entry point keeps its old inode and nothing is interrupted. */
 static int upgrade_agent(hutch_session *s, hutch_error **err)
 {
-	return hutch__session_put_agent(s, err);
+	return hutch__agent_install_if_missing(s, err);
 }
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,
@@ -442,11 +447,15 @@ again:
 		 * did not read (or delete) them. */
 		if (!upgraded) {
 			upgraded = 1;
-			hutch_exec_result_free(res);
-			res = NULL;
-			if ((rc = upgrade_agent(s, err)) < 0)
-				return hutch__error_wrap(err, rc, "%s", tool);
-			goto again;
+			if ((rc = upgrade_agent(s, err)) < 0) {
+				rc = hutch__error_wrap(err, rc, "%s", tool);
+				goto out;
+			}
+			if (rc == 1) {
+				hutch_exec_result_free(res);
+				res = NULL;
+				goto again;
+			}
 		}
 		rc = hutch__error_set(
 			err, HUTCH_EFAILED,

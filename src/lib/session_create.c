@@ -547,6 +547,14 @@ int hutch__session_install_agent(hutch_session *s, int workspace,
 	rc = hutch__session_owner(s, &uid, &gid, err);
 	if (rc < 0)
 		return rc;
+	/* The agent's owner is reserved: a session running as it could
+	 * replace the agent, and with it the seccomp filter (agent_blob.c). */
+	if (uid == HUTCH_AGENT_OWNER_UID)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"the session's user is uid %u, which hutch reserves for "
+			"its agent; choose another user",
+			uid);
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;

@@ -21,6 +21,11 @@
 #define HUTCH_AGENT_DIR "/.hutch"
 #define HUTCH_AGENT_NAME "hutch-agent"
 #define HUTCH_AGENT_PATH HUTCH_AGENT_DIR "/" HUTCH_AGENT_NAME
+/* Every exec runs the agent from here, under a name that carries its build
+ * (HUTCH_AGENT_RUN_PATH in src/lib/agent_blob.h): HUTCH_AGENT_BIN_DIR/
+ * hutch-agent-BUILD.  The agent's own checks of a command line ("kill",
+ * "ps") accept both names. */
+#define HUTCH_AGENT_BIN_DIR HUTCH_AGENT_DIR "/bin"
 
 /* The reserved uid that owns the agent's directory and file in every
  * session: neither a session nor a command may run as it, for the owner

@@ -2,7 +2,8 @@
  * test_agent.c - the agent that runs every command cannot be replaced from
  * inside (doc/threat-model.md, "the agent is hutch's")
  *
- * Every command and file tool runs through /.hutch/hutch-agent, which
+ * Every command and file tool runs through /.hutch/hutch-agent (PID 1)
+ * and /.hutch/bin/hutch-agent-BUILD (every exec), which
  * applies hutch's limits before the command starts.  A command that could
  * replace that file, or the directory holding it, would run its own code
  * in place of hutch's for every later command.  As the default user and
@@ -20,6 +21,9 @@ static const char attack[] =
 	"mv /.hutch/hutch-agent /.hutch/old; mv /.hutch/use /.hutch/use2; "
 	"mkdir -p /.hutch/x && mv /.hutch/x /.hutch/hutch-agent; "
 	"chmod 777 /.hutch; ln -sf /tmp/fake /.hutch/hutch-agent; "
+	"for f in /.hutch/bin/*; do rm -f $f; cp /tmp/fake $f; "
+	"ln -sf /tmp/fake $f; done; mv /.hutch/bin /.hutch/bin2; "
+	"chmod 777 /.hutch/bin; "
 	"ls -lnd /.hutch /.hutch/hutch-agent; true";
 
 /* `up` with the options given (the first NULL ends them), the attack,
