@@ -30,6 +30,7 @@
 #include <hutch/portfwd.h>
 
 #include "agent_blob.h"
+#include "agent_install.h"
 #include "common.h"
 #include "demux.h"
 #include "engine_api_exec.h"
@@ -207,7 +208,7 @@ static void *relay_main(void *p)
 	struct pf *pf = r->pf;
 	hutch_engine *e = hutch_session_engine(pf->s);
 	char port[8], id[129], msg[512];
-	const char *argv[] = { HUTCH_AGENT_PATH, HUTCH_AGENT_CMD_CONNECT,
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_CONNECT,
 			       port };
 	/* As the session's user (the exec's default): connecting to a port
 	 * on the container's loopback needs no privilege. */
@@ -509,6 +510,12 @@ int hutch_portfwd_run(hutch_session *s, const hutch_portfwd_options *o,
 	 * waits on a session being brought up. */
 	if ((rc = hutch_session_ensure(s, NULL, err)) < 0)
 		goto out_err;
+	/* This build's agent, which knows "connect": a session made by
+	 * another hutch gets it now (one HEAD when it is there), not once
+	 * per connection. */
+	if ((rc = hutch__agent_install_if_missing(s, err)) < 0)
+		goto out_err;
+	rc = 0;
 	pthread_mutex_init(&pf.lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
