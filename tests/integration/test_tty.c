@@ -249,3 +249,36 @@ IT_TEST(tty, exec_t_gives_one_combined_stream)
 	cr_assert_eq(r.err_len, 0, "stderr: %s", r.err);
 	it_result_free(&r);
 }
+
+/* shell --user at a terminal, and shell reading a script when hutch's
+ * stdin is not a terminal. */
+IT_TEST(tty, shell_as_another_user_and_from_a_pipe)
+{
+	const char *s = it_session();
+	struct term t;
+	it_opts o = { 0 };
+	it_result r;
+	int in[2];
+	static const char script[] = "echo \"sum:$((2 + 3))\"; exit 4\n";
+
+	warm(s);
+	term_start(&t, 24, 80,
+		   (const char *const[]){ "shell", s, "--user", "1234:2345",
+					  NULL });
+	type(&t, "echo \"who:$(id -u):$(id -g)\"\r");
+	expect(&t, "who:1234:2345");
+	type(&t, "exit\r");
+	cr_assert_eq(term_wait(&t), 0, "%s", t.screen);
+	close(t.master);
+
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(write(in[1], script, sizeof(script) - 1),
+		     (ssize_t)sizeof(script) - 1);
+	close(in[1]);
+	o.in_fd = in[0];
+	r = it_hutch_o(&o, "shell", s, NULL);
+	close(in[0]);
+	IT_ASSERT_EXIT(r, 4, "echo script | hutch shell S");
+	cr_assert_str_eq(r.out, "sum:5\n");
+	it_result_free(&r);
+}
