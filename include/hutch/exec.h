@@ -12,7 +12,8 @@
  * kill its whole tree.
  *
  * When the engine says the container is gone or stopped before the command
- * started, the container is recreated and the command tried once more.
+ * started, the container is recreated and the command tried once more
+ * (with its input whole: none of it is consumed before the command starts).
  * When the container dies while the command runs, the command is not run
  * again: the result says HUTCH_EXEC_SANDBOX_LOST.
  */
@@ -51,14 +52,21 @@ void hutch_cancel_free(hutch_cancel *cancel);
  * `len` bytes into `buf` and return how many (> 0), 0 at the end of the
  * input, or -1 to cancel the command.  It is called from a thread of
  * hutch's own, so it may block (a read from a terminal, a socket);
- * output keeps flowing meanwhile.
+ * output keeps flowing meanwhile.  It runs ahead of the command by at
+ * most a pipe's capacity.  When the command ends first, it is called no
+ * more, but hutch_exec_run returns only once the call in progress has
+ * returned: a callback that may block for long should rather be an
+ * input_fd, which hutch polls.
  */
 typedef long (*hutch_input_cb)(char *buf, size_t len, void *payload);
 
 /*
  * A terminal's size (hutch_exec_options.tty_size): fill *rows and *cols
- * and return 0, or -1 when unknown.  Called when the command starts and
- * then while it runs, from the calling thread; a change is sent on.
+ * and return 0, or -1 when unknown.  Called when the command starts
+ * (before any input is sent to it) and then at most every 50 ms while it
+ * runs, from the calling thread; a change is sent on.  Docker's API 1.41
+ * has no size at creation: a command that asks for its size before it
+ * has read any input may still see 0x0 there.
  */
 typedef int (*hutch_tty_size_cb)(unsigned short *rows, unsigned short *cols,
 				 void *payload);
@@ -85,21 +93,31 @@ typedef struct {
 	 * and `on_input`; with none of them the command's stdin is
 	 * /dev/null.  Input the command does not read before it ends is
 	 * dropped without an error, and a command that never reads it does
-	 * not hold hutch up. */
-	const char *input; /* these bytes, then end of input; may hold NULs */
+	 * not hold hutch up.  Memory stays bounded whatever its size. */
+	const char *input; /* these bytes, then end of input; may hold NULs;
+			      "" with input_len 0: an empty input */
 	size_t input_len;
 	int input_fd; /* read until end of file (a pipe, socket, file or
-			 terminal); -1: none.  Borrowed, not closed. */
+			 terminal); -1: none.  Borrowed, not closed, never
+			 made non-blocking: read only when poll says it is
+			 readable (do not let another reader drain it). */
 	hutch_input_cb on_input; /* see hutch_input_cb */
 	void *input_payload;
 	/* 1: the command gets a terminal for stdin, stdout and stderr; its
-	 * output arrives as one stream, HUTCH_STREAM_STDOUT, raw. */
+	 * output arrives as one stream, HUTCH_STREAM_STDOUT, raw (redacted
+	 * as stdout is).  A terminal has no end of input but its own: when
+	 * the input ends, nothing more is sent; a ^D (0x04) in it is what a
+	 * reading command takes as its end of file. */
 	int tty;
 	hutch_tty_size_cb tty_size; /* may be NULL: 24x80 */
 	void *tty_payload;
 	/* "USER[:GROUP]", names or numbers: this command runs as that user
 	 * instead of the session's (the session's limits and capabilities
-	 * still hold).  NULL: the session's user. */
+	 * still hold).  NULL: the session's user.  Names are looked up in
+	 * the session's /etc/passwd and /etc/group by hutch, and the engine
+	 * is given numbers; a uid alone gets its passwd entry's group (0
+	 * when it has none).  HUTCH_EINVALID for an unknown name and for
+	 * uid 65533, which owns hutch's agent in every session. */
 	const char *user;
 } hutch_exec_options;
 

@@ -232,7 +232,7 @@ static int reserved(const char *spec, unsigned long uid, hutch_error **err)
 }
 
 int hutch__container_user(hutch_engine *e, const char *container,
-			  const char *spec, unsigned int *uid,
+			  const char *spec, int running, unsigned int *uid,
 			  unsigned int *gid, hutch_error **err)
 {
 	char user[72], *grp;
@@ -270,13 +270,17 @@ int hutch__container_user(hutch_engine *e, const char *container,
 			err, HUTCH_EFAILED,
 			"cannot read the session's /etc/passwd (engine answered %ld)",
 			status);
+	/* The engine says 404 for a missing container as for a missing
+	 * file: unless the caller knows it runs, let it make sure. */
+	if (status == 404 && !running)
+		return hutch__error_set(
+			err, HUTCH_ENOTFOUND,
+			"no /etc/passwd in the session's container, or no container");
 	if (!numeric_id(user, &u)) {
 		v = passwd ? account_lookup(passwd, user, 2) : -1;
 		if (v < 0 || (unsigned long)v > MAX_ID) {
 			rc = hutch__error_set(
-				err,
-				status == 404 ? HUTCH_ENOTFOUND :
-						HUTCH_EINVALID,
+				err, HUTCH_EINVALID,
 				"no user '%.64s' in the session's /etc/passwd",
 				user);
 			goto out;

@@ -31,14 +31,15 @@ long hutch__container_account_id(hutch_engine *e, const char *container,
  * names or numbers, as the numbers the engine is to be given: names are
  * looked up in the container's /etc/passwd and /etc/group; a uid alone
  * gets its passwd entry's group (0 when none), as the engines do.
- * Returns 0, HUTCH_EINVALID (bad syntax, an unknown name, the reserved
- * HUTCH_AGENT_OWNER_UID), HUTCH_ENOTFOUND when the container's
- * /etc/passwd was not there (the container may be gone: the caller may
- * bring it back and ask again), or HUTCH_EFAILED when the engine could
- * not be asked.
+ * Numbers alone ("UID:GID") need no file.  Returns 0, HUTCH_EINVALID (bad
+ * syntax, an unknown name, the reserved HUTCH_AGENT_OWNER_UID),
+ * HUTCH_ENOTFOUND when /etc/passwd was needed and not there and
+ * `running` is 0 (the container may be missing: the caller may bring it
+ * up and ask again with `running` 1, when a missing file is read as an
+ * empty one), or HUTCH_EFAILED when the engine could not be asked.
  */
 int hutch__container_user(hutch_engine *e, const char *container,
-			  const char *spec, unsigned int *uid,
+			  const char *spec, int running, unsigned int *uid,
 			  unsigned int *gid, hutch_error **err);
 /* 1 when `spec` has the shape of USER[:GROUP] (nothing is looked up). */
 int hutch__user_spec_valid(const char *spec);

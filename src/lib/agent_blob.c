@@ -45,8 +45,10 @@ int hutch__tar_add_owned(struct archive *a, const char *path, mode_t type,
 /*
  * The agent's archive, to PUT at "/" (see agent_blob.h).  Why the owner
  * and the modes:
- *   - HUTCH_AGENT_DIR and the agent belong to `owner`, a user the session
- *     does not run as, and neither is writable by others: a command cannot
+ *   - HUTCH_AGENT_DIR and the agent belong to `owner`
+ *     (HUTCH_AGENT_OWNER_UID), a user neither the session nor any of its
+ *     commands runs as (account.c refuses it for a command's own user),
+ *     and neither is writable by others (nor by their group): a command cannot
  *     rename the agent away and put its own in its place (that needs write
  *     access to the directory), write it, or chmod either (that needs to
  *     own them; the session has no CAP_FOWNER).  The engine starts the
@@ -105,8 +107,11 @@ static char *agent_archive(unsigned int owner, const char *dir,
 
 unsigned int hutch__agent_owner(unsigned int session_uid)
 {
+	/* Not root's: a command may run as root (hutch_exec_options.user),
+	 * and root without capabilities is still the owner of what root
+	 * owns.  The same uid whatever the session's, so the commands'
+	 * check is one number (exec.c, account.c). */
 	(void)session_uid;
-	/* Reserved: no session runs as it (session_create.c refuses one). */
 	return HUTCH_AGENT_OWNER_UID;
 }
 

@@ -20,9 +20,10 @@
 #define HUTCH_AGENT_RUN_PATH \
 	HUTCH_AGENT_BIN_DIR "/" HUTCH_AGENT_NAME "-" HUTCH_AGENT_BUILD
 
-/* The owner of HUTCH_AGENT_DIR and the agent: HUTCH_AGENT_OWNER_UID, a
- * uid reserved for it, whatever the session's user (which may not be
- * that uid).  Never the session's user. */
+/* The owner of HUTCH_AGENT_DIR and the agent: HUTCH_AGENT_OWNER_UID for
+ * every session, a uid that neither the session nor any of its commands
+ * runs as (hutch_exec_options.user may name root, so root may not own
+ * it either). */
 unsigned int hutch__agent_owner(unsigned int session_uid);
 
 /* A tar archive to PUT at "/": the directories HUTCH_AGENT_DIR and

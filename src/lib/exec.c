@@ -1301,7 +1301,7 @@ static int resolve_user(struct run *r, hutch_error **err)
 		return 0;
 	rc = hutch__container_user(hutch_session_engine(r->s),
 				   hutch__session_container(r->s), r->o->user,
-				   &uid, &gid, err);
+				   0, &uid, &gid, err);
 	if (rc == HUTCH_ENOTFOUND) {
 		/* No /etc/passwd: the container may not be there yet (a new
 		 * session, or a gone one); bring it up and look again. */
@@ -1309,14 +1309,12 @@ static int resolve_user(struct run *r, hutch_error **err)
 		if (err)
 			*err = NULL;
 		rc = hutch_session_ensure(r->s, NULL, err);
-		if (rc == 0)
-			rc = hutch__container_user(
-				hutch_session_engine(r->s),
-				hutch__session_container(r->s), r->o->user,
-				&uid, &gid, err);
-		if (rc == HUTCH_ENOTFOUND)
-			rc = hutch__error_wrap(err, HUTCH_EINVALID,
-					       "user '%.80s'", r->o->user);
+		if (rc < 0)
+			return rc; /* e.g. no such session, and not to make */
+		/* Now it runs: a 404 is a missing file, no user in it. */
+		rc = hutch__container_user(hutch_session_engine(r->s),
+					   hutch__session_container(r->s),
+					   r->o->user, 1, &uid, &gid, err);
 	}
 	if (rc < 0)
 		return rc;

@@ -69,3 +69,77 @@ IT_TEST(agent, root_on_a_read_only_root_cannot_replace_it)
 {
 	attack_then_run("--user", "root", "--read-only");
 }
+
+/* ---- a command of its own user (hutch_exec_options.user) -------------- */
+
+#include <hutch/engine.h>
+#include <hutch/exec.h>
+#include <hutch/session.h>
+
+/* One command through the library as `user`; its result's status. */
+static hutch_exec_status run_as(hutch_session *s, const char *user,
+				const char *script, int *code)
+{
+	const char *argv[] = { "sh", "-c", script };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	hutch_exec_status st;
+
+	o.argv = argv;
+	o.argc = 3;
+	o.user = user;
+	cr_assert_eq(hutch_exec_run(&r, s, &o, &err), 0, "as %s: %s", user,
+		     hutch_error_message(err));
+	st = hutch_exec_result_status(r);
+	*code = hutch_exec_result_exit_code(r);
+	hutch_exec_result_free(r);
+	return st;
+}
+
+/*
+ * A session that runs as its default user, one command run as root: root
+ * without capabilities does not own the agent (HUTCH_AGENT_OWNER_UID
+ * does), so it can neither replace it nor take the reserved uid by
+ * editing /etc/passwd (hutch checks the number it resolves).
+ */
+IT_TEST(agent, a_root_command_in_a_user_session_cannot_replace_it)
+{
+	const char *name = it_session();
+	hutch_engine *e = NULL;
+	hutch_session *s = NULL;
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	const char *argv[] = { "id", "-u" };
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	it_result res;
+	int code;
+
+	cr_assert_eq(hutch_engine_open(&e, it_engine(), &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_session_open(&s, e, name, NULL, &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(run_as(s, "root", attack, &code), HUTCH_EXEC_OK);
+	cr_assert_eq(code, 0, "the attack ends with true");
+	cr_assert_eq(run_as(s, "root",
+			    "echo 'agent:x:65533:0::/:/bin/sh' >> /etc/passwd",
+			    &code),
+		     HUTCH_EXEC_OK);
+	cr_assert_eq(code, 0, "root could not append to /etc/passwd");
+	o.argv = argv;
+	o.argc = 2;
+	o.user = "agent";
+	cr_assert_eq(hutch_exec_run(&r, s, &o, &err), HUTCH_EINVALID,
+		     "a name pointed at the agent's owner ran");
+	cr_assert_not_null(strstr(hutch_error_message(err), "reserves"), "%s",
+			   hutch_error_message(err));
+	hutch_error_free(err);
+	hutch_session_free(s);
+	hutch_engine_free(e);
+
+	res = it_hutch("exec", name, "--", "echo", "ok", NULL);
+	IT_ASSERT_EXIT(res, 0, "a command after the attack");
+	cr_assert_str_eq(res.out, "ok\n",
+			 "a later command ran something else: %s", res.out);
+	it_result_free(&res);
+}

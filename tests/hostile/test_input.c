@@ -615,3 +615,80 @@ IT_TEST(input, a_large_find_is_parsed_in_bounded_memory)
 		     ru.ru_maxrss, len);
 #endif
 }
+
+/* ---- standard input against a command that does not cooperate -------- */
+
+#include <hutch/engine.h>
+#include <hutch/exec.h>
+#include <hutch/session.h>
+
+static long endless_input(char *buf, size_t len, void *p)
+{
+	(void)p;
+	memset(buf, 'z', len);
+	return (long)len;
+}
+
+/*
+ * The command writes 30 MB before it reads a byte, while hutch has 10 MiB
+ * to send it: hutch never blocks on a write, so the output keeps flowing
+ * and both ends finish (a blocking writer would deadlock against the
+ * command's full stdout).  Then a command that closes its stdin and never
+ * ends, fed without end: the timeout ends it, and the run returns.
+ */
+IT_TEST(input, stdin_a_command_that_does_not_read_cannot_hang_hutch)
+{
+	static const char *const flood[] = {
+		"sh", "-c", "head -c 30000000 /dev/zero; wc -c"
+	};
+	static const char *const closer[] = { "sh", "-c",
+					      "exec 0<&-; sleep 300" };
+	size_t n = 10u * 1024u * 1024u, len, head;
+	char *big = calloc(1, n);
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_engine *e = NULL;
+	hutch_session *s = NULL;
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	uint64_t total, omitted;
+	const char *d;
+
+	cr_assert_not_null(big);
+	cr_assert_eq(hutch_engine_open(&e, it_engine(), &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_session_open(&s, e, it_session(), NULL, &err), 0,
+		     "%s", hutch_error_message(err));
+	o.argv = flood;
+	o.argc = 3;
+	o.input = big;
+	o.input_len = n;
+	o.capture = 1;
+	cr_assert_eq(hutch_exec_run(&r, s, &o, &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_exec_result_status(r), HUTCH_EXEC_OK);
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	hutch_exec_result_output(r, HUTCH_STREAM_STDOUT, &d, &len, &total,
+				 &omitted);
+	head = hutch_exec_result_head_len(r, HUTCH_STREAM_STDOUT);
+	cr_assert_eq(total, 30000000 + 9, "stdout carried %llu bytes",
+		     (unsigned long long)total);
+	cr_assert(len > head + 9 && memcmp(d + len - 9, "10485760\n", 9) == 0,
+		  "wc -c did not count the whole input: '%.*s'", 9,
+		  len >= 9 ? d + len - 9 : d);
+	hutch_exec_result_free(r);
+
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.argv = closer;
+	o.argc = 3;
+	o.on_input = endless_input;
+	o.timeout_ms = 1500;
+	cr_assert_eq(hutch_exec_run(&r, s, &o, &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_exec_result_status(r), HUTCH_EXEC_TIMEOUT,
+		     "status %s",
+		     hutch_exec_status_name(hutch_exec_result_status(r)));
+	hutch_exec_result_free(r);
+	hutch_session_free(s);
+	hutch_engine_free(e);
+	free(big);
+}

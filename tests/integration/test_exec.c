@@ -566,3 +566,679 @@ IT_TEST(exec, workdir_env_missing_command)
 			   "the message does not name the command: %s", r.err);
 	it_result_free(&r);
 }
+
+/* ---- standard input, a terminal, a command's own user (the library) --- */
+
+/* These call the library directly: hutch_exec_options version 2. */
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <hutch/engine.h>
+#include <hutch/exec.h>
+#include <hutch/session.h>
+
+struct lib {
+	hutch_engine *e;
+	hutch_session *s;
+	/* What the command wrote, as on_output gave it. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char *out;
+	size_t out_len, out_cap;
+};
+
+static int lib_output(hutch_stream stream, const char *data, size_t len,
+		      void *p)
+{
+	struct lib *l = p;
+
+	(void)stream;
+	pthread_mutex_lock(&l->lock);
+	if (l->out_len + len + 1 > l->out_cap) {
+		l->out_cap = (l->out_len + len + 1) * 2;
+		l->out = realloc(l->out, l->out_cap);
+		cr_assert_not_null(l->out);
+	}
+	memcpy(l->out + l->out_len, data, len);
+	l->out_len += len;
+	l->out[l->out_len] = '\0';
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+static void lib_open(struct lib *l)
+{
+	hutch_error *err = NULL;
+
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	cr_assert_eq(hutch_engine_open(&l->e, it_engine(), &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_session_open(&l->s, l->e, it_session(), NULL, &err),
+		     0, "%s", hutch_error_message(err));
+}
+
+static void lib_close(struct lib *l)
+{
+	hutch_session_free(l->s);
+	hutch_engine_free(l->e);
+	free(l->out);
+}
+
+/* Run argv with `o` (argv, capture filled in here); the result, which
+ * must be "ok".  Fails the test when hutch_exec_run fails. */
+static hutch_exec_result *lib_run(struct lib *l, hutch_exec_options *o,
+				  const char *const *argv, size_t argc)
+{
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+
+	o->argv = argv;
+	o->argc = argc;
+	if (!o->on_output) {
+		o->on_output = lib_output;
+		o->payload = l;
+	}
+	cr_assert_eq(hutch_exec_run(&r, l->s, o, &err), 0,
+		     "hutch_exec_run %s: %s", argv[argc - 1],
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_exec_result_status(r), HUTCH_EXEC_OK,
+		     "%s: status %s", argv[argc - 1],
+		     hutch_exec_status_name(hutch_exec_result_status(r)));
+	return r;
+}
+
+/* The error hutch_exec_run gives for `o`, which must fail with `code`. */
+static void lib_refused(struct lib *l, hutch_exec_options *o, int code,
+			const char *want)
+{
+	static const char *const argv[] = { "id", "-u" };
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	int rc;
+
+	o->argv = argv;
+	o->argc = 2;
+	rc = hutch_exec_run(&r, l->s, o, &err);
+	cr_assert_eq(rc, code, "want %d, got %d: %s", code, rc,
+		     err ? hutch_error_message(err) : "(ran)");
+	cr_assert_not_null(strstr(hutch_error_message(err), want),
+			   "message: %s (want '%s')", hutch_error_message(err),
+			   want);
+	cr_assert_null(r);
+	hutch_error_free(err);
+}
+
+static const char *stdout_of(hutch_exec_result *r, size_t *len)
+{
+	const char *d;
+
+	hutch_exec_result_output(r, HUTCH_STREAM_STDOUT, &d, len, NULL, NULL);
+	return d;
+}
+
+/* 10 MiB whose bytes run through all 256 values, over and over. */
+#define BIG (10u * 1024u * 1024u)
+
+static char *all_bytes(size_t len)
+{
+	char *b = malloc(len);
+
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = (char)(i * 7 + i / 256);
+	return b;
+}
+
+IT_TEST(exec, stdin_byte_exact)
+{
+	static const char *const cat[] = { "cat" };
+	static const char *const wc[] = { "wc", "-c" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	char *big = all_bytes(BIG), b256[256];
+	hutch_exec_result *r;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	for (int i = 0; i < 256; i++)
+		b256[i] = (char)i;
+	/* Every byte value, NUL and all, comes back as it went. */
+	o.input = b256;
+	o.input_len = sizeof(b256);
+	o.capture = 1;
+	r = lib_run(&l, &o, cat, 1);
+	d = stdout_of(r, &len);
+	cr_assert_eq(len, 256, "cat gave back %zu of 256 bytes", len);
+	cr_assert(memcmp(d, b256, 256) == 0, "cat changed the bytes");
+	hutch_exec_result_free(r);
+
+	/* 10 MiB, byte for byte; and the command saw its end of input. */
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.input = big;
+	o.input_len = BIG;
+	o.capture = 1;
+	o.max_output = BIG + 1;
+	r = lib_run(&l, &o, cat, 1);
+	d = stdout_of(r, &len);
+	cr_assert_eq(len, BIG, "cat gave back %zu of %u bytes", len, BIG);
+	cr_assert(memcmp(d, big, BIG) == 0, "cat changed the 10 MiB");
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	hutch_exec_result_free(r);
+
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.input = big;
+	o.input_len = BIG;
+	o.capture = 1;
+	r = lib_run(&l, &o, wc, 2);
+	d = stdout_of(r, &len);
+	cr_assert_eq(strtoul(d, NULL, 10), BIG, "wc -c says: %s", d);
+	hutch_exec_result_free(r);
+
+	/* An empty input is an immediate end of file. */
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.input = "";
+	o.capture = 1;
+	r = lib_run(&l, &o, wc, 2);
+	d = stdout_of(r, &len);
+	cr_assert_eq(strtoul(d, NULL, 10), 0, "wc -c says: %s", d);
+	hutch_exec_result_free(r);
+	free(big);
+	lib_close(&l);
+}
+
+/* A command that never reads its input, or reads only the start of it,
+ * ends as it would without hutch: the rest is dropped, no error. */
+IT_TEST(exec, stdin_not_read)
+{
+	static const char *const t[] = { "true" };
+	static const char *const head[] = { "head", "-c", "10" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	char *big = all_bytes(BIG);
+	hutch_exec_result *r;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	o.input = big;
+	o.input_len = BIG;
+	o.capture = 1;
+	r = lib_run(&l, &o, t, 1);
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	stdout_of(r, &len);
+	cr_assert_eq(len, 0);
+	hutch_exec_result_free(r);
+
+	r = lib_run(&l, &o, head, 3);
+	d = stdout_of(r, &len);
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	cr_assert_eq(len, 10, "head -c 10 gave %zu bytes", len);
+	cr_assert(memcmp(d, big, 10) == 0);
+	hutch_exec_result_free(r);
+	free(big);
+	lib_close(&l);
+}
+
+struct feeder {
+	int fd;
+	const char *data;
+	size_t len;
+};
+
+static void *feed(void *p)
+{
+	struct feeder *f = p;
+
+	/* Pieces of odd sizes, so the reads do not line up with them. */
+	for (size_t off = 0, n; off < f->len; off += n) {
+		ssize_t w;
+
+		n = f->len - off < 4099 ? f->len - off : 4099;
+		w = write(f->fd, f->data + off, n);
+		if (w < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (w <= 0)
+			break;
+		n = (size_t)w;
+	}
+	close(f->fd);
+	return NULL;
+}
+
+IT_TEST(exec, stdin_from_fd)
+{
+	static const char *const cat[] = { "cat" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	size_t n = 3u * 1024u * 1024u + 5;
+	char *data = all_bytes(n);
+	struct feeder f;
+	hutch_exec_result *r;
+	struct lib l;
+	pthread_t t;
+	int p[2];
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	cr_assert_eq(pipe(p), 0);
+	f = (struct feeder){ p[1], data, n };
+	cr_assert_eq(pthread_create(&t, NULL, feed, &f), 0);
+	o.input_fd = p[0];
+	o.capture = 1;
+	o.max_output = n + 1;
+	r = lib_run(&l, &o, cat, 1);
+	pthread_join(t, NULL);
+	d = stdout_of(r, &len);
+	cr_assert_eq(len, n, "cat gave back %zu of %zu bytes", len, n);
+	cr_assert(memcmp(d, data, n) == 0, "the bytes changed on the way");
+	/* Borrowed, not closed: still ours to close. */
+	cr_assert_eq(close(p[0]), 0, "hutch closed input_fd: %s",
+		     strerror(errno));
+	hutch_exec_result_free(r);
+	free(data);
+	lib_close(&l);
+}
+
+struct gen {
+	unsigned long long left, calls;
+	int cancel_after; /* calls, then -1 once `l` saw output; 0: never */
+	struct lib *l;
+};
+
+static long gen_input(char *buf, size_t len, void *p)
+{
+	struct gen *g = p;
+	size_t n = len < 1000 ? len : 1000;
+
+	g->calls++;
+	if (g->cancel_after && g->calls > (unsigned long long)g->cancel_after) {
+		/* Cancel once the command runs (it said so), so that it is
+		 * a running command that is cancelled and killed. */
+		pthread_mutex_lock(&g->l->lock);
+		while (!g->l->out_len)
+			pthread_cond_wait(&g->l->cond, &g->l->lock);
+		pthread_mutex_unlock(&g->l->lock);
+		return -1;
+	}
+	if (!g->left)
+		return 0;
+	if (n > g->left)
+		n = (size_t)g->left;
+	memset(buf, 'y', n);
+	g->left -= n;
+	return (long)n;
+}
+
+IT_TEST(exec, stdin_from_callback)
+{
+	static const char *const wc[] = { "wc", "-c" };
+	static const char *const head[] = { "head", "-c", "3" };
+	static const char *const sleeper[] = { "sh", "-c",
+					       "echo running; cat; sleep 300" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	struct gen g = { 2000000, 0, 0, NULL };
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	o.on_input = gen_input;
+	o.input_payload = &g;
+	o.capture = 1;
+	r = lib_run(&l, &o, wc, 2);
+	d = stdout_of(r, &len);
+	cr_assert_eq(strtoul(d, NULL, 10), 2000000, "wc -c says: %s", d);
+	cr_assert_eq(g.left, 0);
+	hutch_exec_result_free(r);
+
+	/* The command ends long before the input does: the run returns, and
+	 * the input thread with it (it is joined before the return). */
+	g = (struct gen){ 1ULL << 40, 0, 0, NULL };
+	r = lib_run(&l, &o, head, 3);
+	d = stdout_of(r, &len);
+	cr_assert_eq(len, 3);
+	cr_assert(memcmp(d, "yyy", 3) == 0);
+	cr_assert_gt(g.left, 0);
+	hutch_exec_result_free(r);
+
+	/* -1 from the callback cancels the command (and kills it). */
+	g = (struct gen){ 1ULL << 40, 0, 5, &l };
+	pthread_mutex_lock(&l.lock);
+	l.out_len = 0; /* the output of this run only */
+	pthread_mutex_unlock(&l.lock);
+	o.argv = sleeper;
+	o.argc = 3;
+	cr_assert_eq(hutch_exec_run(&r, l.s, &o, &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_exec_result_status(r), HUTCH_EXEC_CANCELLED,
+		     "status %s",
+		     hutch_exec_status_name(hutch_exec_result_status(r)));
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
+
+IT_TEST(exec, stdin_options_checked)
+{
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	struct gen g = { 0, 0, 0, NULL };
+	struct lib l;
+
+	lib_open(&l);
+	o.input = "x";
+	o.input_len = 1;
+	o.on_input = gen_input;
+	o.input_payload = &g;
+	lib_refused(&l, &o, HUTCH_EINVALID, "more than one standard input");
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.input = "x";
+	o.input_len = 1;
+	o.input_fd = 0;
+	lib_refused(&l, &o, HUTCH_EINVALID, "more than one standard input");
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.input_fd = 1000;
+	lib_refused(&l, &o, HUTCH_EINVALID, "not an open file descriptor");
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.version = 3;
+	lib_refused(&l, &o, HUTCH_EINVALID, "unsupported hutch_exec_options");
+	cr_assert_eq(g.calls, 0, "on_input called for a refused run");
+	lib_close(&l);
+}
+
+/* A version-1 caller's struct ends where version 2 begins: it runs with
+ * no input, as before. */
+IT_TEST(exec, options_version_1)
+{
+	static const char *const wc[] = { "wc", "-c" };
+	struct {
+		unsigned int version;
+		const char *const *argv;
+		size_t argc;
+		const char *workdir;
+		const char *const *env;
+		size_t env_count;
+		uint64_t timeout_ms;
+		int capture;
+		size_t max_output;
+		hutch_output_cb on_output;
+		void *payload;
+		hutch_cancel *cancel;
+	} *v1 = calloc(1, sizeof(*v1));
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	cr_assert_eq(sizeof(*v1), offsetof(hutch_exec_options, input));
+	v1->version = 1;
+	v1->argv = wc;
+	v1->argc = 2;
+	v1->timeout_ms = 60000;
+	v1->capture = 1;
+	cr_assert_eq(hutch_exec_run(&r, l.s, (hutch_exec_options *)v1, &err), 0,
+		     "%s", hutch_error_message(err));
+	d = stdout_of(r, &len);
+	cr_assert_eq(strtoul(d, NULL, 10), 0, "wc -c of /dev/null: %s", d);
+	hutch_exec_result_free(r);
+	free(v1);
+	lib_close(&l);
+}
+
+struct term {
+	struct lib *l;
+	unsigned short rows, cols; /* what tty_size says; changes mid-run */
+	int changed;
+	int lines;
+	int quit; /* "q" was sent: the command ends, no more output comes */
+};
+
+static int term_size(unsigned short *rows, unsigned short *cols, void *p)
+{
+	struct term *t = p;
+
+	pthread_mutex_lock(&t->l->lock);
+	*rows = t->rows;
+	*cols = t->cols;
+	pthread_mutex_unlock(&t->l->lock);
+	return 0;
+}
+
+IT_TEST(exec, tty)
+{
+	/* Reading a line first: the size is sent before any input, so the
+	 * terminal has it when the command asks. */
+	static const char *const argv[] = {
+		"sh", "-c", "read x; tty; stty size; echo \"[$x]\""
+	};
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	struct lib l;
+	struct term t;
+	hutch_exec_result *r;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	t = (struct term){ &l, 33, 101, 0, 0, 0 };
+	o.tty = 1;
+	o.tty_size = term_size;
+	o.tty_payload = &t;
+	o.input = "go\n";
+	o.input_len = 3;
+	o.capture = 1;
+	r = lib_run(&l, &o, argv, 3);
+	d = stdout_of(r, &len);
+	cr_assert_not_null(strstr(d, "/dev/pts/"), "tty printed: %s", d);
+	cr_assert_not_null(strstr(d, "33 101"), "stty size printed: %s", d);
+	/* A terminal's output: its line ends are \r\n, all on stdout. */
+	cr_assert_not_null(strstr(d, "[go]\r\n"), "output: %s", d);
+	hutch_exec_result_output(r, HUTCH_STREAM_STDERR, &d, &len, NULL, NULL);
+	cr_assert_eq(len, 0, "stderr with a terminal: %s", d);
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
+
+/*
+ * A resize while the command runs reaches it.  The command prints its
+ * size for each line it reads; each line is given only once the answer
+ * to the last one was seen, the size changes after the first, and lines
+ * go on until the new size shows (the engine applies a resize on its own
+ * time, so when is not asserted, only that it comes).
+ */
+static long resize_input(char *buf, size_t len, void *p)
+{
+	struct term *t = p;
+	struct lib *l = t->l;
+	int done;
+
+	(void)len;
+	/* After "q" the command ends: waiting for an answer here would hold
+	 * hutch_exec_run until it came (it joins this thread). */
+	if (t->quit)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (t->lines > 0) {
+		/* Wait for the answer to the last line. */
+		while ((int)it_count_lines(l->out ? l->out : "", l->out_len) <
+		       2 * t->lines)
+			pthread_cond_wait(&l->cond, &l->lock);
+		if (!t->changed) {
+			t->rows = 50;
+			t->cols = 132;
+			t->changed = 1;
+		}
+	}
+	done = l->out && strstr(l->out, "50 132");
+	t->lines++;
+	pthread_mutex_unlock(&l->lock);
+	if (done || t->lines > 500) {
+		t->quit = 1;
+		memcpy(buf, "q\n", 2);
+		return 2;
+	}
+	memcpy(buf, "s\n", 2);
+	return 2;
+}
+
+IT_TEST(exec, tty_resize)
+{
+	static const char *const argv[] = {
+		"sh", "-c",
+		"while read x; do [ \"$x\" = q ] && exit 0; stty size; done"
+	};
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	struct lib l;
+	struct term t;
+	hutch_exec_result *r;
+
+	lib_open(&l);
+	t = (struct term){ &l, 24, 80, 0, 0, 0 };
+	o.tty = 1;
+	o.tty_size = term_size;
+	o.tty_payload = &t;
+	o.on_input = resize_input;
+	o.input_payload = &t;
+	r = lib_run(&l, &o, argv, 3);
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	/* Each line echoes, then its answer: the first is the first size. */
+	cr_assert_not_null(strstr(l.out, "24 80"), "output: %s", l.out);
+	cr_assert_not_null(strstr(l.out, "50 132"),
+			   "the resize never showed: %s", l.out);
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
+
+IT_TEST(exec, user_per_command)
+{
+	static const char *const id[] = { "sh", "-c", "id -u; id -g" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *r;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	o.capture = 1;
+	/* The session's user is not root... */
+	r = lib_run(&l, &o, id, 3);
+	d = stdout_of(r, &len);
+	cr_assert(strcmp(d, "0\n0\n") != 0, "the session runs as root: %s", d);
+	hutch_exec_result_free(r);
+	/* ...one command is, by name and by number. */
+	o.user = "root";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "0\n0\n");
+	hutch_exec_result_free(r);
+	o.user = "0:0";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "0\n0\n");
+	hutch_exec_result_free(r);
+	o.user = "nobody";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "65534\n65534\n");
+	hutch_exec_result_free(r);
+	o.user = "0:sandbox";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "0\n1000\n");
+	hutch_exec_result_free(r);
+
+	o.user = "65533";
+	lib_refused(&l, &o, HUTCH_EINVALID, "reserves");
+	o.user = "65533:0";
+	lib_refused(&l, &o, HUTCH_EINVALID, "reserves");
+	o.user = "nosuchuser";
+	lib_refused(&l, &o, HUTCH_EINVALID,
+		    "no user 'nosuchuser' in the session's /etc/passwd");
+	o.user = "root:nosuchgroup";
+	lib_refused(&l, &o, HUTCH_EINVALID,
+		    "no group 'nosuchgroup' in the session's /etc/group");
+	o.user = "root:0:0";
+	lib_refused(&l, &o, HUTCH_EINVALID, "invalid user");
+	o.user = "-u";
+	lib_refused(&l, &o, HUTCH_EINVALID, "invalid user");
+	lib_close(&l);
+
+	/* The first command of a new session: the user is looked up once
+	 * its container is there (a uid alone gets its passwd group). */
+	lib_open(&l);
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.capture = 1;
+	o.user = "1000";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "1000\n1000\n");
+	cr_assert(!hutch_exec_result_retried(r), "lazy creation as a retry");
+	hutch_exec_result_free(r);
+	lib_close(&l);
+	lib_open(&l);
+	o.user = "root";
+	r = lib_run(&l, &o, id, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "0\n0\n");
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
+
+/* The user is looked up by hutch in the container's /etc/passwd, which the
+ * sandbox can change: a name it points at the agent's owner is refused
+ * all the same (the number is checked, not the name). */
+IT_TEST(exec, user_renamed_to_reserved_uid_refused)
+{
+	static const char *const add[] = {
+		"sh", "-c",
+		"echo 'evil:x:65533:65533::/:/bin/sh' >> /etc/passwd"
+	};
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	struct lib l;
+
+	lib_open(&l);
+	o.user = "root";
+	hutch_exec_result_free(lib_run(&l, &o, add, 3));
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.user = "evil";
+	lib_refused(&l, &o, HUTCH_EINVALID, "reserves");
+	lib_close(&l);
+}
+
+/* A timeout kills a root command's whole tree: the kill runs as root too
+ * (the session's user could not signal it). */
+IT_TEST(exec, user_root_timeout_kills_tree)
+{
+	static const char *const tree[] = {
+		"sh", "-c", "sleep 305 & setsid sleep 306 & sleep 307"
+	};
+	static const char *const ps[] = { "ps", "-o", "user,args" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *r = NULL;
+	hutch_error *err = NULL;
+	struct lib l;
+	const char *d;
+	size_t len;
+
+	lib_open(&l);
+	o.user = "root";
+	o.timeout_ms = 1000;
+	o.argv = tree;
+	o.argc = 3;
+	cr_assert_eq(hutch_exec_run(&r, l.s, &o, &err), 0, "%s",
+		     hutch_error_message(err));
+	cr_assert_eq(hutch_exec_result_status(r), HUTCH_EXEC_TIMEOUT,
+		     "status %s",
+		     hutch_exec_status_name(hutch_exec_result_status(r)));
+	hutch_exec_result_free(r);
+	o = (hutch_exec_options)HUTCH_EXEC_OPTIONS_INIT;
+	o.capture = 1;
+	r = lib_run(&l, &o, ps, 3);
+	d = stdout_of(r, &len);
+	cr_assert_not_null(strstr(d, "hutch-agent"), "ps: %s", d);
+	cr_assert_null(strstr(d, "sleep 30"), "survived the timeout:\n%s", d);
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
