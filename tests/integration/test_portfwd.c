@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 
 #include "harness.h"
 
@@ -270,5 +271,64 @@ IT_TEST(portfwd, bad_forwards_are_clear_errors)
 	IT_ASSERT_EXIT(r, 125, "port-forward into a missing session");
 	cr_assert_eq(it_count_volumes(missing), 0,
 		     "port-forward made a session");
+	it_result_free(&r);
+}
+
+/* Remove this build's agent as its owner would (an exec straight through
+ * the engine as uid 65533): the container then looks like one made by
+ * another hutch build, whose agent does not know "connect". */
+static void remove_run_agent(const char *s)
+{
+	char path[256], id[128], *resp = NULL;
+	size_t len = 0;
+	json_object *o;
+
+	snprintf(path, sizeof(path), "/containers/hutch-%s/exec", s);
+	cr_assert_eq(
+		it_api_json("POST", path,
+			    "{\"Cmd\":[\"sh\",\"-c\",\"rm -f "
+			    "/.hutch/bin/hutch-agent-*\"],\"User\":\"65533\","
+			    "\"AttachStdout\":true,\"AttachStderr\":true}",
+			    &resp, &len),
+		201, "exec create: %s", resp);
+	o = it_json(resp, len);
+	snprintf(id, sizeof(id), "%s",
+		 json_object_get_string(it_json_get(o, "Id")));
+	json_object_put(o);
+	free(resp);
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
+	cr_assert_eq(it_api_json("POST", path,
+				 "{\"Detach\":false,\"Tty\":false}", NULL,
+				 NULL),
+		     200);
+}
+
+/* A session without this build's agent gets it before the forward
+ * listens, and its connections are relayed. */
+IT_TEST(portfwd, a_session_without_this_agent_gets_it)
+{
+	const char *s = it_session();
+	static const char req[] = "GET /index.html HTTP/1.0\r\n\r\n";
+	char got[4096] = "";
+	size_t len = 0;
+	ssize_t n;
+	it_proc p;
+	it_result r;
+	unsigned short port;
+	int fd;
+
+	sh(s, "mkdir -p www && echo fresh-agent > www/index.html "
+	      "&& httpd -p 127.0.0.1:8081 -h /workspace/www");
+	remove_run_agent(s);
+	port = forward_start(&p, s, "0:8081");
+	fd = dial(port);
+	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	while ((n = read(fd, got + len, sizeof(got) - 1 - len)) > 0)
+		len += (size_t)n;
+	got[len] = '\0';
+	close(fd);
+	cr_assert(strstr(got, "fresh-agent\n"), "got: %s", got);
+	r = forward_stop(&p);
+	cr_assert_eq(r.err_len, 0, "stderr: %s", r.err);
 	it_result_free(&r);
 }
