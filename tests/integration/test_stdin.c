@@ -156,6 +156,8 @@ IT_TEST(stdin, binary_input_is_exact)
 IT_TEST(stdin, input_text_and_one_source_only)
 {
 	const char *s = it_session();
+	it_opts o = { 0 };
+	int in[2];
 	it_result r = it_hutch("exec", s, "--input", "hello\nworld", "--", "sh",
 			       "-c", "cat; echo; echo done", NULL);
 
@@ -165,6 +167,16 @@ IT_TEST(stdin, input_text_and_one_source_only)
 	r = it_hutch("sh", s, "--input", "abc", "wc -c", NULL);
 	IT_ASSERT_EXIT(r, 0, "hutch sh --input");
 	cr_assert(strstr(r.out, "3"), "wc -c: %s", r.out);
+	it_result_free(&r);
+	/* sh -i: the shell command line reads hutch's stdin. */
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(write(in[1], "piped\n", 6), 6);
+	close(in[1]);
+	o.in_fd = in[0];
+	r = it_hutch_o(&o, "sh", s, "-i", "tr a-z A-Z", NULL);
+	close(in[0]);
+	IT_ASSERT_EXIT(r, 0, "hutch sh -i");
+	cr_assert_str_eq(r.out, "PIPED\n");
 	it_result_free(&r);
 	r = it_hutch("exec", s, "-i", "--input", "x", "--", "cat", NULL);
 	IT_ASSERT_EXIT(r, 125, "hutch exec -i --input");
