@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -50,6 +51,10 @@ static void term_start(struct term *t, unsigned short rows, unsigned short cols,
 	t->pid = forkpty(&t->master, NULL, NULL, &ws);
 	cr_assert_neq(t->pid, -1, "forkpty: %s", strerror(errno));
 	if (t->pid == 0) {
+		/* SIGQUIT is one of the signals sent: no core file. */
+		struct rlimit no_core = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &no_core);
 		execv(prog, (char *const *)argv);
 		_exit(126);
 	}
