@@ -107,7 +107,8 @@ typedef struct {
 	 * output arrives as one stream, HUTCH_STREAM_STDOUT, raw (redacted
 	 * as stdout is).  A terminal has no end of input but its own: when
 	 * the input ends, nothing more is sent; a ^D (0x04) in it is what a
-	 * reading command takes as its end of file. */
+	 * reading command takes as its end of file.  With no input at all,
+	 * a command that reads the terminal waits (until its timeout). */
 	int tty;
 	hutch_tty_size_cb tty_size; /* may be NULL: 24x80 */
 	void *tty_payload;

@@ -219,7 +219,16 @@ int hutch__user_spec_valid(const char *spec)
 	       (!colon || !strchr(colon + 1, ':'));
 }
 
-/* The reserved uid: see hutch__container_user. */
+/*
+ * HUTCH_AGENT_OWNER_UID owns /.hutch and the agent in every session
+ * (agent_blob.c), and that ownership is all that keeps a command from
+ * renaming the agent away and putting its own in its place: the session
+ * has no CAP_DAC_OVERRIDE or CAP_FOWNER, so only the owner of the
+ * directory may write it.  A command running as that uid would be the
+ * owner.  It is checked on the number, after any name was looked up, so
+ * no name the sandbox writes into /etc/passwd leads there; and the engine
+ * gets the number, so nothing looks the name up again afterwards.
+ */
 static int reserved(const char *spec, unsigned long uid, hutch_error **err)
 {
 	if (uid != HUTCH_AGENT_OWNER_UID)

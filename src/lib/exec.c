@@ -713,14 +713,14 @@ static int kill_tree(struct run *r, hutch_error **err)
 	 * command can never become another user. */
 	struct hutch__exec_spec spec = { .argv = argv, .argc = 3 };
 	char kill_id[129];
+	int code = -1, streamed, rc;
 
 	/* A command run as another user (hutch_exec_options.user) is killed
-	 * as that user: without CAP_KILL only the same uid can signal it.
-	 * r->user is the same numeric UID:GID the command got, never a name
-	 * looked up again. */
+	 * as that user, for the same reason: without CAP_KILL only the same
+	 * uid can signal it.  r->user is the numeric UID:GID the command
+	 * got, never a name looked up again. */
 	if (r->user[0])
 		spec.user = r->user;
-	int code = -1, streamed, rc;
 
 	rc = exec_create(r, &spec, kill_id, sizeof(kill_id), "create kill exec",
 			 err);

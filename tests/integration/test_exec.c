@@ -680,6 +680,36 @@ static const char *stdout_of(hutch_exec_result *r, size_t *len)
 	return d;
 }
 
+/*
+ * The output of a command that ended while its input was still flowing:
+ * exactly `want`.  Except on Podman (4.3), whose exec attach returns as
+ * soon as its copy of the input to conmon fails (the command has gone)
+ * without draining the command's output (libpod attachExecHTTP: the stdin
+ * error wins the select over the stdout copy), or its read of the output
+ * from conmon is reset (conmon closed its socket with input unread in it),
+ * and writes its own "Error: write unixpacket @->.../attach: ..." (or
+ * "read") line on the stderr stream instead: the output is then lost on
+ * the engine's side (seen with a raw client too, about 1 run in 7).  That
+ * case, and only that one, is told apart by its signature: no output at
+ * all, and Podman's line on stderr.
+ */
+static void expect_output_after_unread_input(hutch_exec_result *r,
+					     const char *want, size_t n)
+{
+	const char *d, *e;
+	size_t len, elen;
+
+	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
+	hutch_exec_result_output(r, HUTCH_STREAM_STDOUT, &d, &len, NULL, NULL);
+	hutch_exec_result_output(r, HUTCH_STREAM_STDERR, &e, &elen, NULL, NULL);
+	if (len == 0 && strcmp(it_engine_name(), "podman") == 0 &&
+	    strncmp(e, "Error: ", 7) == 0 && strstr(e, " unixpacket @->") &&
+	    strstr(e, "/attach: "))
+		return;
+	cr_assert_eq(len, n, "gave %zu bytes, not %zu; stderr: %s", len, n, e);
+	cr_assert(memcmp(d, want, n) == 0, "the bytes changed");
+}
+
 /* 10 MiB whose bytes run through all 256 values, over and over. */
 #define BIG (10u * 1024u * 1024u)
 
@@ -761,7 +791,6 @@ IT_TEST(exec, stdin_not_read)
 	char *big = all_bytes(BIG);
 	hutch_exec_result *r;
 	struct lib l;
-	const char *d;
 	size_t len;
 
 	lib_open(&l);
@@ -775,10 +804,7 @@ IT_TEST(exec, stdin_not_read)
 	hutch_exec_result_free(r);
 
 	r = lib_run(&l, &o, head, 3);
-	d = stdout_of(r, &len);
-	cr_assert_eq(hutch_exec_result_exit_code(r), 0);
-	cr_assert_eq(len, 10, "head -c 10 gave %zu bytes", len);
-	cr_assert(memcmp(d, big, 10) == 0);
+	expect_output_after_unread_input(r, big, 10);
 	hutch_exec_result_free(r);
 	free(big);
 	lib_close(&l);
@@ -904,9 +930,7 @@ IT_TEST(exec, stdin_from_callback)
 	 * the input thread with it (it is joined before the return). */
 	g = (struct gen){ 1ULL << 40, 0, 0, NULL };
 	r = lib_run(&l, &o, head, 3);
-	d = stdout_of(r, &len);
-	cr_assert_eq(len, 3);
-	cr_assert(memcmp(d, "yyy", 3) == 0);
+	expect_output_after_unread_input(r, "yyy", 3);
 	cr_assert_gt(g.left, 0);
 	hutch_exec_result_free(r);
 

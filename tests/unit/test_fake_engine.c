@@ -719,3 +719,161 @@ Test(fake, remove_of_a_vanished_container_is_clean_success)
 	cr_assert_eq(fake_engine_count(fe, "DELETE", "/v1.41/containers/*"), 1,
 		     "%s", log_text());
 }
+
+/* ---- the upgraded exec start (standard input, a terminal, a user) ------ */
+
+struct upgraded {
+	const char *start_answer; /* raw, after the request; NULL: 101 + hi */
+	size_t start_len;
+	int tty;
+	/* written by the server thread */
+	char create_body[1024];
+	char start_body[128];
+	int resizes;
+};
+
+#define UPGRADED_HEAD                                         \
+	"HTTP/1.1 101 UPGRADED\r\n"                           \
+	"Content-Type: application/vnd.docker.raw-stream\r\n" \
+	"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
+
+static fake_action upgraded_handler(struct fake_conn *c,
+				    const struct fake_request *r, void *p)
+{
+	struct upgraded *u = p;
+
+	if (is(r, "POST", CREATE_PATH)) {
+		snprintf(u->create_body, sizeof(u->create_body), "%s", r->body);
+		fake_send_json(c, 201, "{\"Id\":\"" EXEC_ID "\"}");
+		return FAKE_KEEP;
+	}
+	if (is(r, "POST", START_PATH)) {
+		snprintf(u->start_body, sizeof(u->start_body), "%s", r->body);
+		if (u->start_answer) {
+			fake_send(c, u->start_answer, u->start_len);
+			return FAKE_CLOSE;
+		}
+		fake_sendf(c, UPGRADED_HEAD);
+		if (u->tty)
+			fake_sendf(c, "raw\r\n");
+		else
+			fake_send_frame(c, 1, "hi\n", 3);
+		return FAKE_CLOSE;
+	}
+	if (strcmp(r->method, "POST") == 0 &&
+	    strcmp(r->path, "/v1.41/exec/" EXEC_ID "/resize?h=24&w=80") == 0) {
+		__atomic_fetch_add(&u->resizes, 1, __ATOMIC_SEQ_CST);
+		fake_send_response(c, 200, NULL, "", 0);
+		return FAKE_KEEP;
+	}
+	if (is(r, "GET", INSPECT_PATH)) {
+		fake_send_json(
+			c, 200,
+			"{\"ID\":\"" EXEC_ID
+			"\",\"Running\":false,\"ExitCode\":0,\"Pid\":7}");
+		return FAKE_KEEP;
+	}
+	fake_send_json(c, 404, "{\"message\":\"page not found\"}");
+	return FAKE_KEEP;
+}
+
+static int run_upgraded(struct upgraded *u, const char *user)
+{
+	static const char *const argv[] = { "cat" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+
+	open_session(upgraded_handler, u);
+	o.argv = argv;
+	o.argc = 1;
+	o.capture = 1;
+	o.timeout_ms = 20000;
+	o.input = "abc";
+	o.input_len = 3;
+	o.tty = u->tty;
+	o.user = user;
+	return hutch_exec_run(&res, session, &o, &err);
+}
+
+/* With input the exec is created attached, as the numeric user, and its
+ * start is upgraded; the engine closing with input unread is no error. */
+Test(fake, upgraded_start_with_input_and_user)
+{
+	static struct upgraded u;
+	const char *d;
+	size_t len;
+	int rc = run_upgraded(&u, "0:0");
+
+	cr_assert_eq(rc, 0, "rc %d: %s", rc, msg());
+	cr_expect_eq(hutch_exec_result_status(res), HUTCH_EXEC_OK);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &d, &len, NULL,
+				 NULL);
+	cr_expect_str_eq(d, "hi\n");
+	cr_expect(strstr(u.create_body, "\"AttachStdin\":true"), "%s",
+		  u.create_body);
+	cr_expect(strstr(u.create_body, "\"Tty\":false"), "%s", u.create_body);
+	cr_expect(strstr(u.create_body, "\"User\":\"0:0\""), "%s",
+		  u.create_body);
+	cr_expect_str_eq(u.start_body, "{\"Detach\":false,\"Tty\":false}");
+	cr_expect_eq(u.resizes, 0);
+}
+
+/* A terminal: Tty in both bodies, the size sent before the output is
+ * read, the output raw (not demultiplexed), all on stdout. */
+Test(fake, upgraded_start_with_a_terminal)
+{
+	static struct upgraded u = { .tty = 1 };
+	const char *d;
+	size_t len;
+	int rc = run_upgraded(&u, NULL);
+
+	cr_assert_eq(rc, 0, "rc %d: %s", rc, msg());
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &d, &len, NULL,
+				 NULL);
+	cr_expect_str_eq(d, "raw\r\n");
+	cr_expect(strstr(u.create_body, "\"Tty\":true"), "%s", u.create_body);
+	cr_expect(!strstr(u.create_body, "\"User\""), "%s", u.create_body);
+	cr_expect_str_eq(u.start_body, "{\"Detach\":false,\"Tty\":true}");
+	cr_expect_eq(u.resizes, 1, "resizes: %d; log: %s", u.resizes,
+		     log_text());
+}
+
+/* An error answer on the upgraded path is the engine's typed error, its
+ * message kept, as on the pooled path. */
+Test(fake, upgraded_start_error_is_the_engines)
+{
+	static const char answer[] =
+		"HTTP/1.1 500 Internal Server Error\r\n"
+		"Content-Type: application/json\r\nContent-Length: 18\r\n\r\n"
+		"{\"message\":\"boom\"}";
+	static struct upgraded u = { .start_answer = answer,
+				     .start_len = sizeof(answer) - 1 };
+	int rc = run_upgraded(&u, NULL);
+
+	cr_expect_eq(rc, HUTCH_EFAILED, "rc %d: %s", rc, msg());
+	cr_expect_null(res);
+	cr_expect_eq(hutch_error_http_status(err), 500, "%s", msg());
+	cr_expect_str_eq(hutch_error_engine_message(err) ?
+				 hutch_error_engine_message(err) :
+				 "",
+			 "boom");
+}
+
+/* An answer head that never ends is refused within a fixed bound. */
+Test(fake, upgraded_start_endless_head_is_bounded)
+{
+	static struct upgraded u;
+	size_t n = 64 * 1024;
+	char *answer = malloc(n);
+	int rc;
+
+	cr_assert_not_null(answer);
+	memcpy(answer, "HTTP/1.1 101 UPGRADED\r\n", 23);
+	for (size_t i = 23; i < n; i++)
+		answer[i] = (i % 64) == 63 ? '\n' : 'x';
+	u.start_answer = answer;
+	u.start_len = n;
+	rc = run_upgraded(&u, NULL);
+	cr_expect_eq(rc, HUTCH_EFAILED, "rc %d: %s", rc, msg());
+	cr_expect(strstr(msg(), "head"), "%s", msg());
+	free(answer);
+}
