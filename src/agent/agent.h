@@ -47,6 +47,9 @@ int agent_ps(int argc, char **argv);	  /* procs.c */
 int agent_logs(int argc, char **argv);	  /* procs.c */
 int agent_wait(int argc, char **argv);	  /* procs.c */
 int agent_connect(int argc, char **argv); /* connect.c */
+int agent_drain(int argc, char **argv);	  /* connect.c */
+/* Read @a and @b (-1: none) to their ends, throwing the bytes away. */
+void agent_drain_fds(int a, int b);
 
 /* run.c, shared with spawn.c. */
 void agent_default_signal(int sig);

@@ -74,6 +74,50 @@ static int drain(int fd, struct pipe_buf *b, bool sock)
 	return 0;
 }
 
+void agent_drain_fds(int a, int b)
+{
+	static char buf[65536];
+	int fds[2] = { a, b }, i;
+	struct pollfd p[2];
+	ssize_t n;
+
+	while (fds[0] >= 0 || fds[1] >= 0) {
+		for (i = 0; i < 2; i++)
+			p[i] = (struct pollfd){ fds[i], POLLIN, 0 };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (i = 0; i < 2; i++) {
+			if (fds[i] < 0 || !p[i].revents)
+				continue;
+			n = read(fds[i], buf, sizeof(buf));
+			if (n == 0 ||
+			    (n < 0 && errno != EINTR && errno != EAGAIN)) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+		}
+	}
+}
+
+/*
+ * "drain": what "run" leaves behind when background processes still hold
+ * the command's output pipes (run.c, leave_drainer): fds 3 and 4 are read
+ * until every writer has closed them, and the bytes thrown away.
+ */
+int agent_drain(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		agent_err("usage: hutch-agent drain (fds 3 and 4)");
+		return HUTCH_AGENT_EXIT_USAGE;
+	}
+	agent_drain_fds(3, 4);
+	return 0;
+}
+
 int agent_connect(int argc, char **argv)
 {
 	static struct pipe_buf up, down; /* stdin->socket, socket->stdout */

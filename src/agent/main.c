@@ -45,6 +45,10 @@ static const struct command commands[] = {
 	  "the output of a background process", false },
 	{ HUTCH_AGENT_CMD_WAIT, agent_wait, "ID",
 	  "wait until a background process ends; its ps entry (JSON)", false },
+	{ HUTCH_AGENT_CMD_DRAIN, agent_drain, "",
+	  "(run's own) read fds 3 and 4 to their end, throwing the bytes "
+	  "away",
+	  false },
 	{ HUTCH_AGENT_CMD_CONNECT, agent_connect, "PORT",
 	  "relay stdin and stdout to 127.0.0.1:PORT", true },
 	{ HUTCH_AGENT_CMD_FS, agent_fs,

@@ -499,17 +499,27 @@ static void relay_close(struct relay *rl, int i)
 	rl->rd[i] = -1;
 }
 
-/* Copy what pipe @i has now to our fd 1 or 2; @all: until it is empty.
- * A pipe at EOF is closed; so is one whose copy cannot be written any
- * more (the exec's stream is gone): the command then sees EPIPE as it
- * would have without us. */
+/* Copy from pipe @i to our fd 1 or 2: one read, or with @all what the
+ * pipe holds now (FIONREAD), not what is written meanwhile: a background
+ * process writing without pause must not keep us here.  A pipe at EOF is
+ * closed; so is one whose copy cannot be written any more (the exec's
+ * stream is gone): the command then sees EPIPE as it would have without
+ * us. */
 static void relay_pump(struct relay *rl, int i, bool all)
 {
+	size_t left = sizeof(relay_buf), want;
 	ssize_t n, w;
 	size_t off;
+	int avail = 0;
 
-	while (rl->rd[i] >= 0) {
-		n = read(rl->rd[i], relay_buf, sizeof(relay_buf));
+	if (all && rl->rd[i] >= 0)
+		/* 0 (or unknown): one read still tells EOF from empty. */
+		left = ioctl(rl->rd[i], FIONREAD, &avail) == 0 && avail > 0 ?
+			       (size_t)avail :
+			       1;
+	while (rl->rd[i] >= 0 && left > 0) {
+		want = left < sizeof(relay_buf) ? left : sizeof(relay_buf);
+		n = read(rl->rd[i], relay_buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -531,6 +541,7 @@ static void relay_pump(struct relay *rl, int i, bool all)
 		}
 		if (!all)
 			return;
+		left -= (size_t)n;
 	}
 }
 
@@ -548,9 +559,8 @@ static void relay_pump(struct relay *rl, int i, bool all)
  */
 static void leave_drainer(struct relay *rl)
 {
-	struct pollfd p[2];
 	pid_t pid;
-	int fd, i;
+	int fd, i, hi[2];
 
 	if (rl->rd[0] < 0 && rl->rd[1] < 0)
 		return;
@@ -563,31 +573,29 @@ static void leave_drainer(struct relay *rl)
 				relay_close(rl, i);
 		return;
 	}
+	/*
+	 * Re-executed as "hutch-agent drain" with the pipes on fds 3 and 4:
+	 * as a copy of us it would show our command line, the command's
+	 * included, and be taken for the command (ps, pgrep) or for a "run"
+	 * agent.  Through high fds first, so that neither lands on the
+	 * other; a closed pipe becomes /dev/null (EOF at once).
+	 */
 	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (i = 0; i < 2; i++)
+		hi[i] = rl->rd[i] >= 0 ? fcntl(rl->rd[i], F_DUPFD_CLOEXEC, 10) :
+					 fcntl(fd, F_DUPFD_CLOEXEC, 10);
 	for (i = 0; i <= 2; i++)
 		if (fd >= 0)
 			dup2(fd, i);
 		else
 			close(i);
-	prctl(PR_SET_NAME, "hutch-drainer", 0, 0, 0);
-	while (rl->rd[0] >= 0 || rl->rd[1] >= 0) {
-		for (i = 0; i < 2; i++)
-			p[i] = (struct pollfd){ rl->rd[i], POLLIN, 0 };
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		for (i = 0; i < 2; i++)
-			while (rl->rd[i] >= 0 && p[i].revents) {
-				ssize_t n = read(rl->rd[i], relay_buf,
-						 sizeof(relay_buf));
-
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0 && errno == EAGAIN)
-					break;
-				if (n <= 0)
-					relay_close(rl, i);
-			}
+	if (hi[0] >= 0 && hi[1] >= 0 && dup2(hi[0], 3) == 3 &&
+	    dup2(hi[1], 4) == 4) {
+		execl("/proc/self/exe", HUTCH_AGENT_NAME, HUTCH_AGENT_CMD_DRAIN,
+		      (char *)NULL);
 	}
+	/* No /proc/self/exe: drain here, under our own name. */
+	agent_drain_fds(hi[0], hi[1]);
 	_exit(0);
 }
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -300,14 +301,23 @@ static void log_write(struct logw *l, char stream, const char *data, size_t len)
 		l->seg_bytes += (unsigned long long)n;
 }
 
-/* Read what @fd has now into the log; 0 at EOF (or error), else 1. */
+/* Read into the log: one read, or (@once false) what the pipe holds now
+ * (FIONREAD), not what is written meanwhile, so that a leftover writing
+ * without pause cannot keep the end record from being written.  0 at EOF
+ * (or error), else 1. */
 static int pump(struct logw *l, int fd, char stream, bool once)
 {
 	static char buf[LOG_RECORD_MAX];
+	size_t left = sizeof(buf);
 	ssize_t n;
+	int avail = 0;
 
-	for (;;) {
-		n = read(fd, buf, sizeof(buf));
+	if (!once)
+		left = ioctl(fd, FIONREAD, &avail) == 0 && avail > 0 ?
+			       (size_t)avail :
+			       1;
+	while (left > 0) {
+		n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -317,7 +327,9 @@ static int pump(struct logw *l, int fd, char stream, bool once)
 		log_write(l, stream, buf, (size_t)n);
 		if (once)
 			return 1;
+		left -= (size_t)n;
 	}
+	return 1;
 }
 
 static void write_end(int dir, int status, unsigned long long total)

@@ -65,6 +65,7 @@
 #define HUTCH_AGENT_CMD_LOGS "logs"   /* a background process's output */
 #define HUTCH_AGENT_CMD_WAIT "wait"   /* wait for one to end */
 #define HUTCH_AGENT_CMD_CONNECT "connect" /* relay stdio to a local port */
+#define HUTCH_AGENT_CMD_DRAIN "drain" /* run's drainer (never the library's) */
 
 /* "run" options.  "--tag TAG" comes first: "kill" finds the agent by
  * argv[1..3] of its /proc/PID/cmdline being exactly "run --tag TAG". */
