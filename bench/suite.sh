@@ -21,6 +21,10 @@
 #   5. throughput             execs/s of `true` at 1, 8 and 64 sessions in
 #                             parallel: hutch batch --parallel N | N raw
 #                             floor loops | N docker exec loops
+#   6, 7. stdin, port-forward bench/io.sh: 1 GiB through `exec -i` | docker
+#                             exec -i; a forwarded port's latency, 50
+#                             requests at once and throughput | the same
+#                             server reached directly on the host
 # and a Markdown table at the end (what README's Benchmark section shows).
 #
 # Knobs: BENCH_RUNS (warm exec runs, 30), BENCH_COLD_RUNS (10),
@@ -265,6 +269,9 @@ for w in $widths; do
 	row "N=$w: ${cli[0]} exec loops" "${R[tp_c_$w]}/s" "hutch/cli   $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}")"
 done
 
+# ---- 6, 7. stdin and port forwarding (bench/io.sh) ----------------------------------
+HUTCH_BUILDDIR=$builddir "$(dirname "$0")/io.sh" "$url" | tee "$tmp/io.txt"
+
 # ---- the table ------------------------------------------------------------------
 c=${cli[0]}
 echo
@@ -281,3 +288,4 @@ for w in $widths; do
 	[ "$w" -ne 1 ] || label="1 session"
 	echo "| execs/s, $label | ${R[tp_h_$w]}/s (${R[tp_rss_$w]} MB RSS) | ${R[tp_f_$w]}/s | ${R[tp_c_$w]}/s | $(ratio "${R[tp_h_$w]}" "${R[tp_f_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}") |"
 done
+grep '^| ' "$tmp/io.txt"

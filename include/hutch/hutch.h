@@ -9,6 +9,7 @@
 #include <hutch/fleet.h>
 #include <hutch/session.h>
 #include <hutch/exec.h>
+#include <hutch/portfwd.h>
 #include <hutch/fs.h>
 #include <hutch/process.h>
 #include <hutch/sync.h>

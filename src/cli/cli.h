@@ -81,6 +81,18 @@ int cli_cancel_signal(void);
 /* Put the handlers back as they were, then free the cancel object. */
 void cli_cancel_end(void);
 
+/* --- a terminal (term.c) -----------------------------------------------
+ * For a command that gets a terminal in the session.  cli_term_begin
+ * watches SIGWINCH and, with `raw` and a terminal on stdin, puts that
+ * terminal in raw mode until cli_term_end, at exit() or on a signal that
+ * would end or stop hutch (put back first, then the signal acts).  0, or -1
+ * with the error said. */
+int cli_term_begin(int raw);
+void cli_term_end(void);
+/* hutch_tty_size_cb: the size of hutch's terminal (stdout's, else
+ * stdin's), read again after each SIGWINCH; -1 when there is none. */
+int cli_term_size(unsigned short *rows, unsigned short *cols, void *payload);
+
 /* --- JSON ------------------------------------------------------------------ */
 
 struct json_object;
@@ -150,6 +162,8 @@ extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
 	cli_cmd_gc, cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;
 /* Background processes (cmd_process.c). */
 extern const cli_command cli_cmd_ps, cli_cmd_logs, cli_cmd_kill, cli_cmd_wait;
+/* Interactive use and port forwarding (cmd_shell.c, cmd_portfwd.c). */
+extern const cli_command cli_cmd_shell, cli_cmd_port_forward;
 
 /* Progress of a sync on stderr when it is a terminal (<= 4 updates/s). */
 typedef struct {

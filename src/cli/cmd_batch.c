@@ -7,7 +7,8 @@
  * Each line of FILE is a job:
  *   {"session": "s1", "command": ["make", "test"] | "make test 2>&1",
  *    "timeout": 30, "seed": "./src", "env": ["K=V"], "workdir": "sub",
- *    "background": true, "id": <anything>}
+ *    "stdin": "text", "user": "USER[:GROUP]", "background": true,
+ *    "id": <anything>}
  * A background job is started and its result says "status": "started"
  * with the process's id in "process" (see hutch ps); it keeps running
  * after the batch, in a session the batch did not create or with --keep
@@ -189,6 +190,9 @@ struct job {
 	const char **env;
 	size_t env_count;
 	const char *workdir; /* borrowed from doc */
+	const char *input;   /* "stdin", borrowed from doc; NULL: none */
+	size_t input_len;
+	const char *user; /* borrowed from doc */
 	const char *seed;
 	uint64_t timeout_ms;
 	int background;	      /* start it as a background process */
@@ -282,11 +286,13 @@ static int parse_doc(struct job *j, const char *line)
 		if (strcmp(key, "session") && strcmp(key, "command") &&
 		    strcmp(key, "timeout") && strcmp(key, "seed") &&
 		    strcmp(key, "id") && strcmp(key, "env") &&
-		    strcmp(key, "workdir") && strcmp(key, "background"))
+		    strcmp(key, "workdir") && strcmp(key, "stdin") &&
+		    strcmp(key, "user") && strcmp(key, "background"))
 			return job_fail(
 				j,
 				"unknown key \"%.64s\" (known: session, command, "
-				"timeout, seed, env, workdir, background, id)",
+				"timeout, seed, env, workdir, stdin, user, "
+				"background, id)",
 				key);
 	}
 	return 0;
@@ -329,7 +335,7 @@ static int parse_command(struct job *j)
 	return 0;
 }
 
-/* "timeout", "env" and "workdir". */
+/* "timeout", "env", "workdir", "stdin" and "user". */
 static int parse_settings(struct job *j)
 {
 	json_object *v;
@@ -373,6 +379,22 @@ static int parse_settings(struct job *j)
 		    json_object_object_get_ex(j->doc, "timeout", NULL))
 			return job_fail(j, "\"timeout\" does not apply to a "
 					   "background job");
+	}
+	if (json_object_object_get_ex(j->doc, "stdin", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			return job_fail(j, "\"stdin\" must be a string");
+		/* By length: "\u0000" makes a NUL byte, given as it is. */
+		j->input = json_object_get_string(v);
+		j->input_len = (size_t)json_object_get_string_len(v);
+	}
+	if (json_object_object_get_ex(j->doc, "user", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    !*json_object_get_string(v))
+			return job_fail(j,
+					"\"user\" must be a non-empty string "
+					"(USER[:GROUP])");
+		/* Checked by the library against the session's accounts. */
+		j->user = json_object_get_string(v);
 	}
 	return 0;
 }
@@ -716,6 +738,9 @@ static void run_job(struct batch *b, struct job *j, const char *text,
 	o.env = j->env;
 	o.env_count = j->env_count;
 	o.workdir = j->workdir;
+	o.input = j->input;
+	o.input_len = j->input_len;
+	o.user = j->user;
 	o.timeout_ms = j->timeout_ms;
 	o.capture = 1;
 	o.max_output = b->max_output;

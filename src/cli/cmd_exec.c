@@ -2,6 +2,7 @@
  * cmd_exec.c - hutch exec and hutch sh
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +32,14 @@ static int on_output(hutch_stream stream, const char *data, size_t len, void *p)
 	return 0;
 }
 
+/* Long-only options (no letter). */
+enum {
+	OPT_INPUT = 256,
+	OPT_INPUT_FILE,
+};
+
 static const cli_option exec_options[] = {
-	{ "timeout", "SEC", 't',
+	{ "timeout", "SEC", 'T',
 	  "kill the command after SEC seconds (default 120; 0: never)" },
 	{ "workdir", "DIR", 'w',
 	  "run in DIR (relative: under /workspace; default /workspace)" },
@@ -49,6 +56,21 @@ static const cli_option exec_options[] = {
 	{ "detach", NULL, 'd',
 	  "start the command in the background, print its id and return "
 	  "(see ps, logs, kill, wait)" },
+	{ "interactive", NULL, 'i',
+	  "give the command hutch's stdin as it arrives (EOF closes the "
+	  "command's); without -i, --input or --input-file its stdin is "
+	  "/dev/null" },
+	{ "tty", NULL, 't',
+	  "give the command a terminal (one combined output stream); with -i "
+	  "and a terminal on stdin, hutch's is put in raw mode and its size "
+	  "follows the window" },
+	{ "input", "TEXT", OPT_INPUT,
+	  "give TEXT to the command as its stdin, then end of file" },
+	{ "input-file", "FILE", OPT_INPUT_FILE,
+	  "give FILE's contents (-: hutch's stdin) as the command's stdin" },
+	{ "user", "USER[:GROUP]", 'u',
+	  "run this command as USER (name or uid) instead of the session's "
+	  "user" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -59,9 +81,9 @@ const cli_command cli_cmd_exec = {
 	.name = "exec",
 	.fn = cmd_exec,
 	.synopsis = "SESSION [options] [--] ARGV...",
-	.about =
-		"run a command in SESSION (made when missing; stdin: /dev/null)",
-	.shortopts = "+hd",
+	.about = "run a command in SESSION (made when missing; stdin: "
+		 "/dev/null unless -i)",
+	.shortopts = "+hditu:",
 	.opts = { exec_options },
 };
 
@@ -70,7 +92,7 @@ const cli_command cli_cmd_sh = {
 	.fn = cmd_sh,
 	.synopsis = "SESSION [options] 'SHELL COMMAND'",
 	.about = "run a shell command line in SESSION (sh -c)",
-	.shortopts = "+hd",
+	.shortopts = "+hditu:",
 	.opts = { exec_options },
 };
 
@@ -85,21 +107,49 @@ struct exec_args {
 	int no_create;
 	int detach, timeout_given,
 		max_output_given; /* -d and what it refuses */
+	int interactive;	/* -i */
+	int inputs;		/* how many of -i, --input, --input-file */
+	const char *input_file; /* --input-file */
+	int input_fd;		/* opened for it; -1 none */
+	int term_failed;	/* cli_term_begin failed (said) */
 };
 
 static void exec_args_free(struct exec_args *a)
 {
 	cli_env_free(&a->env, &a->owned_env);
 	cli_secrets_free(&a->secrets);
+	if (a->input_fd > STDIN_FILENO)
+		close(a->input_fd);
 }
 
 /* One option; 0, 1 when --help was shown, -1 with the error said. */
 static int exec_option(struct exec_args *a, int c)
 {
 	switch (c) {
-	case 't':
+	case 'T':
 		a->timeout_given = 1;
 		return cli_opt_timeout(optarg, &a->o.timeout_ms);
+	case 'i':
+		a->interactive = 1;
+		a->inputs++;
+		return 0;
+	case 't':
+		a->o.tty = 1;
+		return 0;
+	case OPT_INPUT:
+		a->o.input = optarg;
+		a->o.input_len = strlen(optarg);
+		a->inputs++;
+		return 0;
+	case OPT_INPUT_FILE:
+		a->input_file = optarg;
+		a->inputs++;
+		return 0;
+	case 'u':
+		/* Checked by the library (a name is looked up in the
+		 * session's /etc/passwd). */
+		a->o.user = optarg;
+		return 0;
 	case 'w':
 		/* Relative is under /workspace: the library resolves it. */
 		a->o.workdir = optarg;
@@ -152,6 +202,12 @@ static int exec_parse(struct exec_args *a, int argc, char **argv)
 	}
 	if (cli_secrets_from_env(&a->secrets) < 0)
 		return -1;
+	if (a->inputs > 1) {
+		cli_error("%s: -i, --input and --input-file each give the "
+			  "command's stdin: use one",
+			  a->cmd->name);
+		return -1;
+	}
 	if (optind >= argc) {
 		cli_error("%s: no command given", a->cmd->name);
 		cli_usage_error(a->cmd);
@@ -249,11 +305,54 @@ static int exit_status(const hutch_exec_result *res, const struct exec_args *a,
 	return EXIT_HUTCH_FAILED;
 }
 
+/* Where the command's stdin comes from: 0, or -1 with the error said. */
+static int exec_input(struct exec_args *a)
+{
+	if (a->interactive) {
+		a->o.input_fd = STDIN_FILENO;
+	} else if (a->input_file) {
+		/* The caller's own file, named by the caller: read as any
+		 * program reads its input file. */
+		a->input_fd = strcmp(a->input_file, "-") == 0 ?
+				      STDIN_FILENO :
+				      open(a->input_file, O_RDONLY | O_CLOEXEC);
+		if (a->input_fd < 0) {
+			cli_error("--input-file '%s': %s", a->input_file,
+				  strerror(errno));
+			return -1;
+		}
+		a->o.input_fd = a->input_fd;
+	}
+	return 0;
+}
+
+/* hutch_exec_run, with hutch's terminal made ready for a command that
+ * has one (cli_term_begin: raw when keys go to it) and put back before
+ * anything else is said. */
+static int exec_with_terminal(hutch_exec_result **res, hutch_session *s,
+			      struct exec_args *a, hutch_error **err)
+{
+	int rc;
+
+	if (a->o.tty) {
+		a->o.tty_size = cli_term_size;
+		if (cli_term_begin(a->interactive) < 0) {
+			a->term_failed = 1; /* said; *err stays NULL */
+			return -1;
+		}
+	}
+	rc = hutch_exec_run(res, s, &a->o, err);
+	if (a->o.tty)
+		cli_term_end();
+	return rc;
+}
 static int run_detached(const struct exec_args *a, hutch_session *session);
 
 static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 {
-	struct exec_args a = { .cmd = cmd, .o = HUTCH_EXEC_OPTIONS_INIT };
+	struct exec_args a = { .cmd = cmd,
+			       .o = HUTCH_EXEC_OPTIONS_INIT,
+			       .input_fd = -1 };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_exec_result *res = NULL;
@@ -271,6 +370,8 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 		a.o.on_output = on_output;
 		a.o.payload = &st;
 	}
+	if (exec_input(&a) < 0)
+		goto out;
 	if (cli_cancel_begin(&a.o.cancel, 0, &err) < 0) {
 		rc = cli_fail(err);
 		goto out;
@@ -286,8 +387,10 @@ static int run(cli_globals *g, const cli_command *cmd, int argc, char **argv)
 	if (!session ||
 	    (a.secrets.n && hutch_session_set_secrets(session, a.secrets.v,
 						      a.secrets.n, &err) < 0) ||
-	    (!a.detach && hutch_exec_run(&res, session, &a.o, &err) < 0)) {
-		if (a.json) {
+	    (!a.detach && exec_with_terminal(&res, session, &a, &err) < 0)) {
+		if (a.term_failed) {
+			rc = EXIT_HUTCH_FAILED;
+		} else if (a.json) {
 			rc = print_json_error(
 				hutch_session_name_valid(a.name) ? a.name : "",
 				hutch_error_message(err));
@@ -316,6 +419,7 @@ out:
 	hutch_exec_result_free(res);
 	hutch_session_free(session);
 	hutch_engine_free(engine);
+	cli_term_end();
 	cli_cancel_end();
 	return rc;
 }

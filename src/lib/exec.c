@@ -550,7 +550,7 @@ static void agent_command_free(struct agent_command *c)
 	free(c->workdir);
 }
 
-/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers]
+/* hutch-agent run --tag TAG --deadline-ms MS [--kill-leftovers] [--tty]
  * --workdir DIR -- ARGV, with the session's secrets and the command's own
  * environment.  The agent enters DIR itself, so that a missing one is its
  * clean error (exit HUTCH_AGENT_EXIT_NOWORKDIR, see judge_ending) rather

@@ -66,7 +66,13 @@ static const char exec_in[] =
 	"command in the background and return at once with its process id "
 	"(a server, a watcher, a long build): it runs until it ends or "
 	"process_kill stops it, with no timeout. Read its output with "
-	"process_output. Default false.\"}},"
+	"process_output. Default false.\"},"
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the "
+	"command as its standard input, followed by end of file. Without it "
+	"the command's stdin is empty (/dev/null).\"},"
+	"\"user\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Run this command as USER or USER:GROUP (names or numeric ids) "
+	"instead of the session's user.\"}},"
 	"\"required\":[\"command\"],\"additionalProperties\":false}";
 
 static const char exec_out[] =
@@ -748,6 +754,14 @@ static json_object *run_exec(json_object *args, hutch_session *s,
 	}
 	/* As `hutch exec --workdir`, a relative workdir is under /workspace:
 	 * the library resolves it. */
+	/* stdin goes by its length: a "\u0000" in it is a NUL byte, given to
+	 * the command as it is. */
+	o.input = arg_str(args, "stdin", &o.input_len);
+	o.user = arg_str(args, "user", NULL);
+	if (o.user && has_nul(args, "user")) {
+		r = errorf("exec: 'user' contains a NUL character");
+		goto out;
+	}
 	o.argv = argv;
 	o.argc = argc;
 	o.env = (const char *const *)env;

@@ -238,7 +238,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
  * a sed on every run before it execs the real program in .libs with
  * LD_LIBRARY_PATH set.  Do what it does directly: the tests run hutch a
  * hundred times.  `*libdir` is set when LD_LIBRARY_PATH must be. */
-static const char *hutch_program(const char **libdir)
+const char *it_hutch_program(const char **libdir)
 {
 	static char prog[2 * PATH_MAX + 16], dir[PATH_MAX];
 	static int done;
@@ -285,7 +285,7 @@ void it_spawn(it_proc *p, const it_opts *o, const char *const *args)
 
 	memset(p, 0, sizeof(*p));
 	p->o = o ? *o : none;
-	argv[n++] = hutch_program(&libdir);
+	argv[n++] = it_hutch_program(&libdir);
 	if (!p->o.no_engine) {
 		argv[n++] = "--engine";
 		argv[n++] = it_engine();
@@ -326,7 +326,8 @@ void it_spawn(it_proc *p, const it_opts *o, const char *const *args)
 	pid = fork();
 	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		devnull = open("/dev/null", O_RDONLY);
+		devnull = p->o.in_fd > 0 ? p->o.in_fd :
+					   open("/dev/null", O_RDONLY);
 		if (devnull < 0 || dup2(devnull, 0) < 0 ||
 		    dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(126);

@@ -90,6 +90,8 @@ typedef struct {
 	const int *gate; /* a pipe: when set, the child waits until its write
 			     end is closed everywhere before it runs hutch, so
 			     several children can be let go at once */
+	int in_fd;	 /* > 0: the child's stdin (the caller keeps and
+			    closes it); 0: /dev/null */
 } it_opts;
 
 typedef struct {
@@ -99,6 +101,9 @@ typedef struct {
 	it_opts o;
 } it_proc;
 
+/* The program HUTCH_BIN runs (libtool's wrapper skipped); `*libdir` is
+ * set when LD_LIBRARY_PATH must name it. */
+const char *it_hutch_program(const char **libdir);
 /* Start `HUTCH_BIN [--engine URL] args...` (args NULL-terminated) with
  * stdin on /dev/null and stdout/stderr on pipes. */
 void it_spawn(it_proc *p, const it_opts *o, const char *const *args);

@@ -230,6 +230,20 @@ test('background: start, list, read by offset until it ends, kill', async () => 
 	assert.match(text(t), /'timeout' does not apply/);
 });
 
+test('exec: stdin and user for one command', async () => {
+	const r = await call('exec', { command: 'wc -c; tr a-z A-Z', stdin: 'a\u0000b\n' });
+	assert.match(r.structuredContent.stdout, /^\s*4\n$/);
+	const t = await call('exec', { command: ['tr', 'a-z', 'A-Z'], stdin: 'hello' });
+	assert.equal(t.structuredContent.stdout, 'HELLO');
+	// Without stdin the command reads an empty input, at once.
+	const e = await call('exec', { command: 'wc -c' });
+	assert.match(e.structuredContent.stdout, /^\s*0\n$/);
+	const u = await call('exec', { command: 'echo $(id -u):$(id -g)', user: '1234:2345' });
+	assert.equal(u.structuredContent.stdout, '1234:2345\n');
+	const n = await call('exec', { command: 'id -u' });
+	assert.notEqual(n.structuredContent.stdout, '1234\n');
+});
+
 test('file tools: write, read, edit, grep, find, list_dir', async () => {
 	let r = await call('write_file', { path: 'src/hello.py', content: 'def greet():\n    return "hello"\n' });
 	assert.equal(r.structuredContent.created, true);
