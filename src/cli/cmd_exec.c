@@ -107,11 +107,11 @@ struct exec_args {
 	int no_create;
 	int detach, timeout_given,
 		max_output_given; /* -d and what it refuses */
-	int interactive;	/* -i */
-	int inputs;		/* how many of -i, --input, --input-file */
-	const char *input_file; /* --input-file */
-	int input_fd;		/* opened for it; -1 none */
-	int term_failed;	/* cli_term_begin failed (said) */
+	int interactive;	  /* -i */
+	int inputs;		  /* how many of -i, --input, --input-file */
+	const char *input_file;	  /* --input-file */
+	int input_fd;		  /* opened for it; -1 none */
+	int term_failed;	  /* cli_term_begin failed (said) */
 };
 
 static void exec_args_free(struct exec_args *a)

@@ -46,10 +46,6 @@
 #define HUTCH_PROC_DIR "proc"
 #define HUTCH_AGENT_PROC_DIR HUTCH_AGENT_DIR "/" HUTCH_PROC_DIR
 
-/* The owner of HUTCH_AGENT_DIR and of the agent in every session: a uid
- * reserved by hutch, which no session and no command may run as. */
-#define HUTCH_AGENT_OWNER_UID 65533u
-
 /* Write and edit texts too large for the environment are uploaded here
  * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
 #define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"
