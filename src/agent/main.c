@@ -167,6 +167,29 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	/*
+	 * Never as the agent's owner.  No session and no command may run as
+	 * HUTCH_AGENT_OWNER_UID, which owns HUTCH_AGENT_DIR and this file
+	 * (the library refuses it for a session and for a command's own
+	 * user), but a session whose user is a name leaves the engine to
+	 * look that name up in the container's /etc/passwd at every exec,
+	 * and a command run as root can rewrite that file: the next exec
+	 * would run as the owner, which could replace the agent for every
+	 * later command (and their secrets).  Every exec starts here, so
+	 * refusing here, before anything runs, is what holds, whatever the
+	 * name resolves to.  Nothing can become the owner later: the
+	 * session has no CAP_SETUID, and the seccomp filter refuses set-id
+	 * files.
+	 */
+	if (getuid() == HUTCH_AGENT_OWNER_UID ||
+	    geteuid() == HUTCH_AGENT_OWNER_UID) {
+		agent_err(
+			"refusing to run as uid %u, the owner of hutch's agent "
+			"(the session's user now resolves to it: its "
+			"/etc/passwd was changed)",
+			HUTCH_AGENT_OWNER_UID);
+		return HUTCH_AGENT_EXIT_INTERNAL;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return HUTCH_AGENT_EXIT_USAGE;

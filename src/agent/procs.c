@@ -32,7 +32,7 @@
 #include "proc.h"
 #include "utf8.h"
 
-#define SCAN_MAX 4096 /* directory entries looked at by ps */
+#define SCAN_MAX 4096 /* directory entries of one process looked at */
 #define LIST_MAX 1024 /* entries ps lists */
 #define SEG_MAX 16    /* log segments looked at */
 #define PS_ANSWER_MAX (6u << 20)
@@ -503,7 +503,7 @@ int agent_ps(int argc, char **argv)
 	struct pinfo **list;
 	struct dirent *de;
 	struct jsonw w;
-	size_t n = 0, i, scanned = 0;
+	size_t n = 0, i;
 	bool truncated = false;
 	int procfd, dir;
 	DIR *d;
@@ -523,8 +523,15 @@ int agent_ps(int argc, char **argv)
 	d = procfd >= 0 ? fdopendir(dup(procfd)) : NULL;
 	if (d)
 		rewinddir(d);
+	/*
+	 * Every entry is looked at, however many there are: memory is
+	 * bounded by the LIST_MAX entries listed, not by the scan, so empty
+	 * or junk directories the session made (it may: the directory is
+	 * sticky and writable by all) cannot push real processes out of the
+	 * listing.  The time is the session's own, under the exec's timeout.
+	 */
 	while (d && (de = readdir(d))) {
-		if (scanned++ >= SCAN_MAX || n >= LIST_MAX) {
+		if (n >= LIST_MAX) {
 			truncated = true;
 			break;
 		}

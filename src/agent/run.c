@@ -591,8 +591,12 @@ static void leave_drainer(struct relay *rl)
 			close(i);
 	if (hi[0] >= 0 && hi[1] >= 0 && dup2(hi[0], 3) == 3 &&
 	    dup2(hi[1], 4) == 4) {
-		execl("/proc/self/exe", HUTCH_AGENT_NAME, HUTCH_AGENT_CMD_DRAIN,
-		      (char *)NULL);
+		/* An empty environment: the command's (its secrets
+		 * included) must not live on in the drainer. */
+		static char *const no_env[] = { NULL };
+
+		execle("/proc/self/exe", HUTCH_AGENT_NAME,
+		       HUTCH_AGENT_CMD_DRAIN, (char *)NULL, no_env);
 	}
 	/* No /proc/self/exe: drain here, under our own name. */
 	agent_drain_fds(hi[0], hi[1]);

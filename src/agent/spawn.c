@@ -99,20 +99,25 @@ static int write_all(int fd, const void *buf, size_t len)
 }
 
 /* A new file of ours in @dir.  One the session forged there first (same
- * user: it may) is removed, never opened: O_EXCL | O_NOFOLLOW. */
+ * user: it may) is removed, never opened: O_EXCL | O_NOFOLLOW.  Readable
+ * by every user of the session (fchmod: whatever the umask), so that
+ * "ps", "logs" and "wait" run as the session's user see a process
+ * started as another (--user); only its owner can write it. */
 static int create_file(int dir, const char *name)
 {
 	int fd = openat(dir, name,
 			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0600);
+			0644);
 
 	if (fd < 0 && errno == EEXIST) {
 		unlinkat(dir, name, 0);
 		fd = openat(dir, name,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
-			    0600);
+			    0644);
 	}
+	if (fd >= 0)
+		fchmod(fd, 0644);
 	return fd;
 }
 
@@ -618,7 +623,10 @@ int agent_spawn(int argc, char **argv)
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	prune(procfd);
-	if (mkdirat(procfd, id, 0700) < 0) {
+	/* Readable by all the session's users, writable by its owner only
+	 * (see create_file); the sticky HUTCH_AGENT_PROC_DIR keeps others
+	 * from removing or renaming it. */
+	if (mkdirat(procfd, id, 0755) < 0) {
 		if (errno == EEXIST)
 			agent_err("process id '%s' is already in use", id);
 		else
@@ -628,6 +636,8 @@ int agent_spawn(int argc, char **argv)
 	}
 	dir = openat(procfd, id,
 		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0)
+		fchmod(dir, 0755);
 	if (dir < 0 || pipe2(sync, O_CLOEXEC) < 0) {
 		agent_err("cannot open %s/%s: %m", HUTCH_AGENT_PROC_DIR, id);
 		return HUTCH_AGENT_EXIT_INTERNAL;

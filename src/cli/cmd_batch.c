@@ -388,11 +388,15 @@ static int parse_settings(struct job *j)
 		j->input_len = (size_t)json_object_get_string_len(v);
 	}
 	if (json_object_object_get_ex(j->doc, "user", &v)) {
+		/* A NUL would cut the name short: "root\u0000x" is not
+		 * "root". */
 		if (!json_object_is_type(v, json_type_string) ||
-		    !*json_object_get_string(v))
+		    !*json_object_get_string(v) ||
+		    strlen(json_object_get_string(v)) !=
+			    (size_t)json_object_get_string_len(v))
 			return job_fail(j,
 					"\"user\" must be a non-empty string "
-					"(USER[:GROUP])");
+					"(USER[:GROUP]) without NUL");
 		/* Checked by the library against the session's accounts. */
 		j->user = json_object_get_string(v);
 	}

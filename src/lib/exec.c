@@ -1337,6 +1337,27 @@ static int resolve_user(struct run *r, hutch_error **err)
 	return 0;
 }
 
+/*
+ * A terminal's stream has no frames by which the runtime's refusal of a
+ * missing agent could be held back (run_once_agent), and input read from
+ * an fd or from on_input cannot be sent a second time: for those, make
+ * sure first that this build's agent is there (one HEAD; installed when
+ * it is not, as run_once_agent would).  A container that does not exist
+ * yet gets this build's agent when it is made.
+ */
+static int agent_first(struct run *r, hutch_error **err)
+{
+	hutch_error *lerr = NULL;
+	int rc;
+
+	if (!r->o->tty && r->o->input_fd < 0 && !r->o->on_input)
+		return 0;
+	rc = hutch__agent_install_if_missing(r->s, &lerr);
+	if (rc == HUTCH_ENOTFOUND || rc == HUTCH_ENOTRUNNING)
+		rc = 0;
+	return hutch__error_pass(err, lerr, rc < 0 ? rc : 0);
+}
+
 /* The policy: run once more when the container was gone before the
  * command began; on the timeout the tree was killed (on_deadline), on a
  * cancel it is killed now; then the command's own ending, unless the
@@ -1348,6 +1369,8 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 	int rc;
 
 	if ((rc = resolve_user(r, err)) < 0)
+		return rc;
+	if ((rc = agent_first(r, err)) < 0)
 		return rc;
 	if (agent_command(&cmd, r) < 0)
 		return hutch__error_oom(err);

@@ -56,7 +56,10 @@ struct relay {
 	pthread_t thread;
 	int done; /* atomic: the thread has finished its work */
 	hutch_demux demux;
-	int client_gone;   /* writing to the client failed */
+	int client_gone; /* writing to the client failed */
+	/* Raised to end this relay alone: its slot went to a new client
+	 * (evict_one).  Read by the transport as its second cancel. */
+	struct hutch_cancel stop;
 	char errtext[256]; /* the start of what the agent said on stderr */
 	size_t errlen;
 	struct relay *next;
@@ -221,6 +224,7 @@ static void *relay_main(void *p)
 		.sink = on_stream,
 		.payload = r,
 		.cancel = pf->o->cancel,
+		.cancel2 = &r->stop,
 		/* The engine's start reads the client's bytes from the
 		 * socket itself until the client half-closes. */
 		.input_fd = r->fd,
@@ -236,7 +240,8 @@ static void *relay_main(void *p)
 	if (rc == 0)
 		rc = hutch__api_exec_start(e, id, &stream, &streamed,
 					   "start connect exec", &err);
-	if (hutch_cancel_raised(pf->o->cancel)) {
+	if (hutch_cancel_raised(pf->o->cancel) ||
+	    hutch_cancel_raised(&r->stop)) {
 		emit_conn(r, HUTCH_PORTFWD_CLOSED, NULL);
 		goto out;
 	}
@@ -259,11 +264,13 @@ static void *relay_main(void *p)
 	emit_conn(r, HUTCH_PORTFWD_CLOSED, NULL);
 out:
 	hutch_error_free(err);
-	/* Both ways ended: the client sees the end of the stream. */
+	/* Both ways ended: the client sees the end of the stream.  Under the
+	 * lock: evict_one looks at the fd from the accepting thread, and
+	 * must never see a number that was closed (and maybe reused). */
+	pthread_mutex_lock(&pf->lock);
 	shutdown(r->fd, SHUT_RDWR);
 	close(r->fd);
 	r->fd = -1;
-	pthread_mutex_lock(&pf->lock);
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&pf->ended);
 	pthread_mutex_unlock(&pf->lock);
@@ -448,6 +455,30 @@ static int listen_on(struct pf *pf, const hutch_portfwd_spec *spec,
 	return fd;
 }
 
+/*
+ * Every slot is taken and a client waits: end the oldest relay whose
+ * client has finished sending (its end of file is there to read; a peek
+ * takes nothing from the transport that reads the socket).  Such a relay
+ * waits only for the service in the session to close, which a hostile
+ * or careless one never does; a client that left looks the same, since
+ * nothing is written to it.  A client that half-closed and still waits
+ * for a slow answer loses it, but only when its slot is needed.
+ */
+static void evict_one(struct pf *pf)
+{
+	struct relay *oldest = NULL;
+	char c;
+
+	pthread_mutex_lock(&pf->lock);
+	for (struct relay *r = pf->relays; r; r = r->next)
+		if (r->fd >= 0 && !hutch_cancel_raised(&r->stop) &&
+		    recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+			oldest = r; /* the list is newest first */
+	if (oldest)
+		hutch_cancel_raise(&oldest->stop);
+	pthread_mutex_unlock(&pf->lock);
+}
+
 /* Wait until a relay has ended, at most POLL_MS. */
 static void wait_for_end(struct pf *pf)
 {
@@ -533,7 +564,10 @@ int hutch_portfwd_run(hutch_session *s, const hutch_portfwd_options *o,
 		reap(&pf, 0);
 		if (pf.active >= max) {
 			/* Full: the next clients wait in the backlog until a
-			 * relay ends (or the cancel is seen). */
+			 * relay ends (or the cancel is seen), and one that
+			 * waits there makes room (evict_one). */
+			if (poll(fds, n, 0) > 0)
+				evict_one(&pf);
 			wait_for_end(&pf);
 			continue;
 		}

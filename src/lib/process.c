@@ -1094,11 +1094,33 @@ void hutch_process_output_free(hutch_process_output *o)
 
 /* ---- kill and wait ------------------------------------------------------- */
 
+/* The uid that process `id`'s record names, as a decimal string in
+ * `buf`: 0, or -1 when there is no such record (or it cannot be read). */
+static int owner_of(hutch_session *s, const char *id, char *buf, size_t size)
+{
+	hutch_process_list *l = NULL;
+	int rc = -1;
+
+	if (hutch_process_list_get(&l, s, NULL) < 0)
+		return -1;
+	for (size_t i = 0; i < hutch_process_list_count(l); i++) {
+		const hutch_process *p = hutch_process_list_at(l, i);
+
+		if (strcmp(hutch_process_id(p), id) == 0) {
+			snprintf(buf, size, "%" PRIu32, hutch_process_uid(p));
+			rc = 0;
+			break;
+		}
+	}
+	hutch_process_list_free(l);
+	return rc;
+}
+
 int hutch_process_kill(hutch_session *s, const char *id, int sig,
 		       hutch_error **err)
 {
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
-	char sigv[8];
+	char sigv[8], uidv[16];
 	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_KILL, id,
 			       HUTCH_AGENT_OPT_SIGNAL, sigv };
 	struct answer a;
@@ -1116,6 +1138,19 @@ int hutch_process_kill(hutch_session *s, const char *id, int sig,
 	base_options(&eo, argv, HUTCH_ARRAY_SIZE(argv), ENTRY_MAX_ANSWER, NULL);
 	if ((rc = run_agent(&a, s, &eo, "kill", 0, err)) < 0)
 		goto out;
+	/* A process started as another user (--user) can only be signalled
+	 * by that user: the session has no CAP_KILL, root included.  Ask
+	 * once more as the uid its record names (a forged record can only
+	 * name a uid of the session's, never the agent's owner: the exec
+	 * refuses that one). */
+	if (a.code == HUTCH_AGENT_EXIT_FAIL &&
+	    owner_of(s, id, uidv, sizeof(uidv)) == 0) {
+		eo.user = uidv;
+		answer_free(&a);
+		memset(&a, 0, sizeof(a));
+		if ((rc = run_agent(&a, s, &eo, "kill", 0, err)) < 0)
+			goto out;
+	}
 	/* 0: signalled, or it had already ended. */
 	if (a.code == 0)
 		goto out;

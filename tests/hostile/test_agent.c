@@ -143,3 +143,50 @@ IT_TEST(agent, a_root_command_in_a_user_session_cannot_replace_it)
 			 "a later command ran something else: %s", res.out);
 	it_result_free(&res);
 }
+
+/*
+ * A session whose user is a name ("up --user sandbox", or the image's
+ * "sandbox" user picked by name): the engine resolves that name through
+ * the container's /etc/passwd at every exec.  A command run as root
+ * (per-command --user root, no capabilities) owns /etc/passwd and points
+ * the name at HUTCH_AGENT_OWNER_UID; every later default command then
+ * runs as the agent's owner and can replace the agent, which sees the
+ * secrets of every command after it.
+ */
+IT_TEST(agent, a_named_session_user_cannot_be_renamed_to_the_owner)
+{
+	const char *s = it_session();
+	it_result r;
+
+	r = it_hutch("up", s, "--user", "sandbox", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch up --user sandbox");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--user", "root", "--", "sh", "-c",
+		     "sed -i 's/^sandbox:x:[0-9]*:/sandbox:x:65533:/' "
+		     "/etc/passwd",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "root edits /etc/passwd");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "id", "-u", NULL);
+	cr_assert(r.status != 0 || strcmp(r.out, "65533\n") != 0,
+		  "a default command ran as the agent's owner: %s", r.out);
+	/* The agent refuses to run as its owner: nothing ran. */
+	cr_assert(strstr(r.err, "refusing to run as uid 65533"),
+		  "exit %d, stderr: %s", r.status, r.err);
+	it_result_free(&r);
+	r = it_hutch("sh", s, attack, NULL);
+	cr_assert(strstr(r.err, "refusing to run as uid 65533"),
+		  "the attack ran: exit %d, stdout: %s", r.status, r.out);
+	it_result_free(&r);
+	/* Put the name back: the next command runs hutch's agent. */
+	r = it_hutch("exec", s, "--user", "root", "--", "sh", "-c",
+		     "sed -i 's/^sandbox:x:65533:/sandbox:x:1000:/' "
+		     "/etc/passwd",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "root puts /etc/passwd back");
+	it_result_free(&r);
+	r = it_hutch("exec", s, "--", "echo", "ok", NULL);
+	cr_assert_str_eq(r.out, "ok\n",
+			 "a later command ran something else: %s", r.out);
+	it_result_free(&r);
+}

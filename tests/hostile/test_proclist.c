@@ -93,3 +93,31 @@ IT_TEST(proclist, forged_records_are_shown_safely)
 		  r.out);
 	it_result_free(&r);
 }
+
+/* Empty junk directories in /.hutch/proc (cheap for the session to
+ * make) must not hide real background processes from `hutch ps`. */
+IT_TEST(proclist, junk_entries_do_not_hide_real_processes)
+{
+	const char *s = it_session();
+	it_result r;
+	int shown = 0;
+
+	r = it_hutch("sh", s,
+		     "cd /.hutch/proc && i=0; while [ $i -lt 6000 ]; do "
+		     "mkdir j$i; i=$((i+1)); done",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "junk");
+	it_result_free(&r);
+	for (int i = 0; i < 8; i++) {
+		r = it_hutch("exec", s, "-d", "--", "sleep", "600", NULL);
+		IT_ASSERT_EXIT(r, 0, "exec -d");
+		it_result_free(&r);
+	}
+	r = it_hutch("ps", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "ps");
+	for (const char *p = r.out; (p = strstr(p, "sleep 600")); p++)
+		shown++;
+	cr_assert_eq(shown, 8, "hutch ps shows %d of 8 processes:\n%s", shown,
+		     r.out);
+	it_result_free(&r);
+}

@@ -143,3 +143,54 @@ IT_TEST(hostile_surface, no_command_runs_as_the_agents_owner)
 		it_result_free(&r);
 	}
 }
+
+/* A server in the session that never closes a connection: each client
+ * reads its greeting and closes.  A relay whose client has gone must end
+ * (or at least give back its slot), else a hostile service fills
+ * --max-connections (default 64) and no later client is ever served. */
+IT_TEST(hostile_surface, clients_that_left_do_not_hold_the_forwards_slots)
+{
+	const char *s = it_session();
+	char out[256] = "", buf[16];
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	size_t len = 0;
+	unsigned int port = 0;
+	double until = it_now() + 60;
+	it_proc p;
+	it_result r;
+
+	sh_ok(s, "nc -ll -p 9002 -e sh -c 'echo hi; exec sleep 100000' "
+		 "</dev/null >/dev/null 2>&1 &");
+	it_spawn(&p, NULL,
+		 (const char *const[]){ "port-forward", s, "--max-connections",
+					"2", "0:9002", NULL });
+	while (!strchr(out, '\n')) {
+		ssize_t n;
+
+		cr_assert(it_now() < until, "port-forward never listened");
+		n = read(p.out_fd, out + len, sizeof(out) - 1 - len);
+		cr_assert_gt(n, 0, "port-forward ended: %s", out);
+		len += (size_t)n;
+		out[len] = '\0';
+	}
+	cr_assert(sscanf(strstr(out, "127.0.0.1:"), "127.0.0.1:%u", &port) ==
+		  1);
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < 3; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		/* A bound only so that the failure is reported, not hung. */
+		cr_assert_eq(poll(&pf, 1, 20000), 1,
+			     "client %d was never served: the slots are held "
+			     "by clients that left",
+			     i + 1);
+		cr_assert_eq(read(fd, buf, sizeof(buf)), 3);
+		close(fd);
+	}
+	kill(p.pid, SIGINT);
+	r = it_wait(&p);
+	it_result_free(&r);
+}

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -186,6 +187,30 @@ IT_TEST(agent_run, missing_agent_is_installed_and_the_command_runs_once)
 	out = sh_ok(s, "cat /workspace/count");
 	cr_assert_str_eq(out, "ran\n", "the command ran other than once");
 	free(out);
+
+	/* Input read from a file cannot be sent twice, and a terminal's
+	 * stream has no frames to hold the runtime's refusal back by: both
+	 * look for the agent first, and the command gets all of its input. */
+	engine_exec_as_owner(s, "rm -f /.hutch/bin/hutch-agent-*");
+	{
+		char path[] = "/tmp/hutch-agent-run-input-XXXXXX";
+		int fd = mkstemp(path);
+
+		cr_assert(fd >= 0);
+		cr_assert_eq(write(fd, "abc\n", 4), 4);
+		close(fd);
+		r = it_hutch("exec", "--input-file", path, s, "--", "cat",
+			     NULL);
+		unlink(path);
+		IT_ASSERT_EXIT(r, 0, "exec --input-file after the agent went");
+		cr_assert_str_eq(r.out, "abc\n");
+		it_result_free(&r);
+	}
+	engine_exec_as_owner(s, "rm -f /.hutch/bin/hutch-agent-*");
+	r = it_hutch("exec", "-t", s, "--", "echo", "tty-ok", NULL);
+	IT_ASSERT_EXIT(r, 0, "exec -t after the agent went");
+	cr_assert(strstr(r.out, "tty-ok"), "%s", r.out);
+	it_result_free(&r);
 
 	/* A file tool goes the same way. */
 	engine_exec_as_owner(s, "rm -f /.hutch/bin/hutch-agent-*");

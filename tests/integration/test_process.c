@@ -274,6 +274,41 @@ IT_TEST(background, kill_takes_the_tree)
 	it_result_free(&r);
 }
 
+/* A process started as another user than the session's (exec -d
+ * --user) is listed, its output read, and it is killed, by hutch's
+ * ordinary calls: the session's user cannot signal it itself. */
+IT_TEST(background, another_users_process)
+{
+	const char *s = it_session();
+	char id[HUTCH_PROCESS_ID_SIZE], *after;
+	json_object *doc, *e;
+	it_result r;
+
+	warm(s);
+	r = it_hutch("exec", "-d", "--user", "1234:1234", s, "--", "sh", "-c",
+		     "id -u; exec sleep 1004", NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch exec -d --user 1234:1234 S");
+	cr_assert_eq(r.out_len, 10, "exec -d printed '%s'", r.out);
+	memcpy(id, r.out, 9);
+	id[9] = '\0';
+	it_result_free(&r);
+	await_output(s, id, "1234\n");
+	e = ps_entry(s, id, &doc);
+	cr_assert_eq(json_object_get_int64(it_json_get(e, "uid")), 1234);
+	cr_assert_str_eq(json_object_get_string(it_json_get(e, "state")),
+			 "running");
+	json_object_put(doc);
+	r = it_hutch("kill", s, id, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch kill S ID of another user's process");
+	it_result_free(&r);
+	r = it_hutch("wait", s, id, NULL);
+	IT_ASSERT_EXIT(r, 128 + SIGKILL, "hutch wait S ID after the kill");
+	it_result_free(&r);
+	after = container_ps(s);
+	cr_assert(!strstr(after, "sleep 1004"), "after the kill:\n%s", after);
+	free(after);
+}
+
 /* 3. --signal TERM reaches the process, which ends its own way. */
 IT_TEST(background, kill_with_a_signal)
 {
