@@ -64,9 +64,10 @@ typedef long (*hutch_input_cb)(char *buf, size_t len, void *payload);
  * A terminal's size (hutch_exec_options.tty_size): fill *rows and *cols
  * and return 0, or -1 when unknown.  Called when the command starts
  * (before any input is sent to it) and then at most every 50 ms while it
- * runs, from the calling thread; a change is sent on.  Docker's API 1.41
- * has no size at creation: a command that asks for its size before it
- * has read any input may still see 0x0 there.
+ * runs, from the calling thread; a change is sent on.  The size at the
+ * start is set on the terminal by hutch's agent before the command runs
+ * (Docker's API 1.41 has no size at creation, and the engine's resize may
+ * come after the command first asks).
  */
 typedef int (*hutch_tty_size_cb)(unsigned short *rows, unsigned short *cols,
 				 void *payload);

@@ -29,8 +29,9 @@ struct run_opts {
 	const char *tag;
 	unsigned long long deadline_ms; /* 0: none */
 	bool kill_leftovers;		/* nothing may outlive the command */
-	bool tty;	     /* the exec's terminal is the command's */
-	const char *workdir; /* NULL: the exec's own */
+	bool tty;		   /* the exec's terminal is the command's */
+	unsigned short rows, cols; /* --tty-size; 0: not given */
+	const char *workdir;	   /* NULL: the exec's own */
 	char **argv;
 };
 
@@ -152,6 +153,28 @@ static int parse_ms(const char *s, unsigned long long *out)
 	return 0;
 }
 
+/* "ROWSxCOLS", each 1..65535: 0, or -1. */
+static int parse_tty_size(const char *s, unsigned short *rows,
+			  unsigned short *cols)
+{
+	unsigned long v[2];
+	char *end;
+
+	for (int i = 0; i < 2; i++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		errno = 0;
+		v[i] = strtoul(s, &end, 10);
+		if (errno || v[i] == 0 || v[i] > 65535 ||
+		    *end != (i == 0 ? 'x' : '\0'))
+			return -1;
+		s = end + 1;
+	}
+	*rows = (unsigned short)v[0];
+	*cols = (unsigned short)v[1];
+	return 0;
+}
+
 static int parse_run_args(int argc, char **argv, struct run_opts *o)
 {
 	int i;
@@ -174,6 +197,14 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 			o->kill_leftovers = true;
 		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_TTY)) {
 			o->tty = true;
+		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_TTY_SIZE)) {
+			if (i + 1 >= argc ||
+			    parse_tty_size(argv[i + 1], &o->rows, &o->cols)) {
+				agent_err("--tty-size wants ROWSxCOLS, each "
+					  "1..65535");
+				return -1;
+			}
+			i++;
 		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_WORKDIR) &&
 			   i + 1 < argc) {
 			o->workdir = argv[++i];
@@ -194,8 +225,10 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 	o->argv = argv + i + 1;
 	return 0;
 usage:
-	agent_err("usage: hutch-agent run --tag TAG [--deadline-ms N] "
-		  "[--kill-leftovers] [--workdir DIR] [--tty] -- ARGV...");
+	agent_err(
+		"usage: hutch-agent run --tag TAG [--deadline-ms N] "
+		"[--kill-leftovers] [--workdir DIR] [--tty [--tty-size RxC]] -- "
+		"ARGV...");
 	return -1;
 }
 
@@ -810,6 +843,16 @@ int agent_run(int argc, char **argv)
 		 * own lines from what is then a background group. */
 		sigset_t tt;
 
+		/* The size hutch's terminal had when it started the exec:
+		 * the engine's first resize may come after the command has
+		 * asked (Docker's API 1.41 makes the terminal 0x0 until
+		 * then).  A resize from the engine later still wins. */
+		if (o.rows && o.cols) {
+			struct winsize ws = { .ws_row = o.rows,
+					      .ws_col = o.cols };
+
+			ioctl(STDIN_FILENO, TIOCSWINSZ, &ws);
+		}
 		sigemptyset(&tt);
 		sigaddset(&tt, SIGTTOU);
 		sigaddset(&tt, SIGTTIN);

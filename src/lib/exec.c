@@ -541,6 +541,7 @@ struct agent_command {
 	size_t env_count;
 	char deadline[32];
 	char *workdir;
+	char tty_size[16];
 };
 
 static void agent_command_free(struct agent_command *c)
@@ -563,7 +564,7 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	size_t nsec = sec ? sec->count : 0;
 
 	memset(c, 0, sizeof(*c));
-	c->argv = calloc(o->argc + 12, sizeof(*c->argv));
+	c->argv = calloc(o->argc + 14, sizeof(*c->argv));
 	c->env = calloc(nsec + o->env_count + 1, sizeof(*c->env));
 	c->workdir = hutch__workdir_resolve(o->workdir);
 	if (!c->argv || !c->env || !c->workdir) {
@@ -588,8 +589,23 @@ static int agent_command(struct agent_command *c, const struct run *r)
 	c->argv[c->argc++] = c->workdir;
 	/* The exec's terminal becomes the command's controlling terminal,
 	 * its process group the foreground one (job control, ^C). */
-	if (o->tty)
+	if (o->tty) {
+		unsigned short rows = 0, cols = 0;
+
+		/* Its size now (24x80 when unknown, as the transport's first
+		 * resize), set by the agent before the command starts: the
+		 * engine's resize may come after the command first asks. */
+		if (!o->tty_size || o->tty_size(&rows, &cols, o->tty_payload) ||
+		    !rows || !cols) {
+			rows = 24;
+			cols = 80;
+		}
+		snprintf(c->tty_size, sizeof(c->tty_size), "%ux%u",
+			 (unsigned)rows, (unsigned)cols);
 		c->argv[c->argc++] = HUTCH_AGENT_OPT_TTY;
+		c->argv[c->argc++] = HUTCH_AGENT_OPT_TTY_SIZE;
+		c->argv[c->argc++] = c->tty_size;
+	}
 	c->argv[c->argc++] = "--";
 	for (size_t i = 0; i < o->argc; i++)
 		c->argv[c->argc++] = o->argv[i];

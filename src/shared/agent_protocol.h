@@ -70,8 +70,10 @@
 #define HUTCH_AGENT_OPT_KILL_LEFTOVERS "--kill-leftovers"
 #define HUTCH_AGENT_OPT_WORKDIR "--workdir" /* run, spawn */
 #define HUTCH_AGENT_OPT_TTY "--tty"	    /* run */
-#define HUTCH_AGENT_OPT_ID "--id"	    /* spawn */
-#define HUTCH_AGENT_OPT_SIGNAL "--signal"   /* kill */
+/* run --tty: "ROWSxCOLS", the terminal's size when the command starts. */
+#define HUTCH_AGENT_OPT_TTY_SIZE "--tty-size"
+#define HUTCH_AGENT_OPT_ID "--id"	  /* spawn */
+#define HUTCH_AGENT_OPT_SIGNAL "--signal" /* kill */
 
 /* Background processes: at most this many bytes of a process's output are
  * kept (the last ones; what went before is dropped and counted), and at

@@ -255,6 +255,25 @@ IT_TEST(tty, exec_t_gives_one_combined_stream)
 	it_result_free(&r);
 }
 
+/* The terminal has its size before the command first asks: the agent
+ * sets it (--tty-size) instead of waiting for the engine's resize, which
+ * on Docker's API 1.41 comes only after the start (a 0x0 terminal, and
+ * `stty size` failing, in between).  Without a terminal of hutch's own
+ * the size is 24x80. */
+IT_TEST(tty, size_is_there_when_the_command_starts)
+{
+	const char *s = it_session();
+
+	for (int i = 0; i < 5; i++) {
+		it_result r =
+			it_hutch("exec", "-t", s, "--", "stty", "size", NULL);
+
+		IT_ASSERT_EXIT(r, 0, "hutch exec -t S -- stty size");
+		cr_assert_str_eq(r.out, "24 80\r\n", "try %d", i + 1);
+		it_result_free(&r);
+	}
+}
+
 /* shell --user at a terminal, and shell reading a script when hutch's
  * stdin is not a terminal. */
 IT_TEST(tty, shell_as_another_user_and_from_a_pipe)
