@@ -210,6 +210,10 @@ struct run {
 	 * complaint, and whatever follows it, held back until we know
 	 * whether the command runs again (then they are dropped). */
 	int agent_gone;
+	/* The first stderr frame is the agent's "cannot use working
+	 * directory" line: held until the exit code says whose it is
+	 * (judge_ending), so the error is one line. */
+	int workdir_line;
 	char held[2048];
 	size_t held_len;
 };
@@ -347,6 +351,7 @@ static int release_held(struct run *r)
 	int rc = 0;
 
 	r->agent_gone = 0;
+	r->workdir_line = 0;
 	while (off < r->held_len && rc == 0) {
 		memcpy(&n, r->held + off + 1, 4);
 		rc = pass_frame(r, r->held[off], r->held + off + 5, n);
@@ -370,7 +375,12 @@ static int on_frame(int stream, const char *data, size_t len, void *p)
 	if (r->seen == 0 && !r->agent_gone &&
 	    hutch__agent_missing_text(data, len))
 		r->agent_gone = 1;
-	if (r->agent_gone) {
+	if (r->seen == 0 && !r->agent_gone && !r->workdir_line && i == 1 &&
+	    len >= sizeof(HUTCH_AGENT_NO_WORKDIR) - 1 &&
+	    memcmp(data, HUTCH_AGENT_NO_WORKDIR,
+		   sizeof(HUTCH_AGENT_NO_WORKDIR) - 1) == 0)
+		r->workdir_line = 1;
+	if (r->agent_gone || r->workdir_line) {
 		if (hold_frame(r, i, data, len) == 0)
 			return 0;
 		if (release_held(r))
@@ -1185,12 +1195,17 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 	if (got < 0 || cut)
 		return broken_stream(r, got, cut, ierr, err);
 	if (got == 1 && code == HUTCH_AGENT_EXIT_NOWORKDIR &&
-	    memmem(r->errtail, r->errtail_len, HUTCH_AGENT_NO_WORKDIR,
-		   sizeof(HUTCH_AGENT_NO_WORKDIR) - 1)) {
+	    (r->workdir_line ||
+	     memmem(r->errtail, r->errtail_len, HUTCH_AGENT_NO_WORKDIR,
+		    sizeof(HUTCH_AGENT_NO_WORKDIR) - 1))) {
 		/* The agent's line, and its exit: the command never ran.  A
 		 * command printing it and exiting 122 only mislabels its own
-		 * result. */
-		char *dir = hutch__workdir_resolve(r->o->workdir);
+		 * result.  The line itself is not shown: the error says it. */
+		char *dir;
+
+		r->held_len = 0;
+		r->workdir_line = 0;
+		dir = hutch__workdir_resolve(r->o->workdir);
 		int rc = hutch__error_set(
 			err, HUTCH_EINVALID,
 			"working directory '%s' does not exist in the session",
@@ -1423,6 +1438,11 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 		rc = check_stream(r, err);
 	if (rc == 0)
 		rc = judge_ending(r, res, err);
+	/* What looked like the agent's working-directory line was the
+	 * command's own output (or the run ended another way): it goes on,
+	 * with what came after it. */
+	if (r->workdir_line)
+		release_held(r);
 	if (rc >= 0 && r->in_bad)
 		rc = hutch__error_set(
 			err, HUTCH_EINVALID,

@@ -115,6 +115,18 @@ IT_TEST(agent_run, missing_workdir_is_a_clean_error)
 	cr_assert(strstr(r.err, "working directory '/no/such/dir' does not "
 				"exist in the session"),
 		  "stderr: %s", r.err);
+	/* One line: the agent's own is not shown beside hutch's. */
+	cr_assert(strchr(r.err, '\n') == r.err + r.err_len - 1,
+		  "stderr is more than one line: %s", r.err);
+	it_result_free(&r);
+	/* A command that prints the agent's words itself keeps them. */
+	r = it_hutch("sh", s,
+		     "echo \"hutch: cannot use working directory 'x': no\" "
+		     ">&2; echo after >&2",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "a command printing the agent's line");
+	cr_assert_str_eq(r.err, "hutch: cannot use working directory 'x': no\n"
+				"after\n");
 	it_result_free(&r);
 	out = sh_ok(s, "test -e /workspace/ran && echo ran || echo not-run");
 	cr_assert_str_eq(out, "not-run\n");
