@@ -26,6 +26,9 @@
 /* main.c */
 void agent_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool agent_tag_valid(const char *tag);
+/* A decimal number of digits only, at most `max`: 0 with *out, or -1. */
+int agent_parse_num(const char *s, unsigned long long max,
+		    unsigned long long *out);
 /* Whether a command line's argv[0] names an agent: HUTCH_AGENT_PATH or
  * this build's HUTCH_AGENT_BIN_DIR/hutch-agent-BUILD (any directory). */
 bool agent_argv0_ok(const char *argv0);

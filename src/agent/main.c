@@ -100,6 +100,27 @@ bool agent_tag_valid(const char *tag)
 			   "0123456789_-") == len;
 }
 
+int agent_parse_num(const char *s, unsigned long long max,
+		    unsigned long long *out)
+{
+	unsigned long long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		unsigned long long d = (unsigned long long)(*s - '0');
+
+		if (*s < '0' || *s > '9')
+			return -1;
+		/* Checked before the step, so that it never wraps. */
+		if (d > max || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
 bool agent_argv0_ok(const char *argv0)
 {
 	const char *base = strrchr(argv0, '/');

@@ -669,24 +669,6 @@ struct logs_opts {
 	size_t max;
 };
 
-static int parse_num(const char *s, unsigned long long max,
-		     unsigned long long *out)
-{
-	unsigned long long v = 0;
-
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (unsigned long long)(*s - '0');
-		if (v > max)
-			return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_logs(int argc, char **argv, struct logs_opts *o)
 {
 	unsigned long long v;
@@ -702,16 +684,17 @@ static int parse_logs(int argc, char **argv, struct logs_opts *o)
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
 		} else if (!strcmp(a, "--from")) {
-			if (parse_num(val, 1ULL << 62, &o->from) < 0)
+			if (agent_parse_num(val, 1ULL << 62, &o->from) < 0)
 				goto bad;
 			i++;
 		} else if (!strcmp(a, "--tail")) {
-			if (parse_num(val, TAIL_MAX, &o->tail) < 0)
+			if (agent_parse_num(val, TAIL_MAX, &o->tail) < 0)
 				goto bad;
 			o->has_tail = true;
 			i++;
 		} else if (!strcmp(a, "--max")) {
-			if (parse_num(val, HUTCH_AGENT_LOGS_MAX, &v) < 0 ||
+			if (agent_parse_num(val, HUTCH_AGENT_LOGS_MAX, &v) <
+				    0 ||
 			    v == 0)
 				goto bad;
 			o->max = (size_t)v;

@@ -136,23 +136,6 @@ int agent_sleep(int argc, char **argv)
 	}
 }
 
-static int parse_ms(const char *s, unsigned long long *out)
-{
-	unsigned long long v = 0;
-
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (unsigned long long)(*s - '0');
-		if (v > DEADLINE_MAX_MS)
-			return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 /* "ROWSxCOLS", each 1..65535: 0, or -1. */
 static int parse_tty_size(const char *s, unsigned short *rows,
 			  unsigned short *cols)
@@ -210,7 +193,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 			o->workdir = argv[++i];
 		} else if (!strcmp(argv[i], HUTCH_AGENT_OPT_DEADLINE)) {
 			if (i + 1 >= argc ||
-			    parse_ms(argv[i + 1], &o->deadline_ms)) {
+			    agent_parse_num(argv[i + 1], DEADLINE_MAX_MS,
+					    &o->deadline_ms)) {
 				agent_err("--deadline-ms wants 0..%llu",
 					  DEADLINE_MAX_MS);
 				return -1;

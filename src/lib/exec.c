@@ -14,6 +14,7 @@
  * judge_ending, sandbox_lost).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "exec_internal.h"
 #include "secrets.h"
 #include "session_internal.h"
 #include "utf8.h"
@@ -690,11 +692,9 @@ static int exec_start_command(struct run *r, unsigned long long deadline,
 	return rc;
 }
 
-/* Inspect exec `id` until the engine says it has ended: Podman can answer
- * "exit code 0" for a moment while it is still running.  1 with *code
- * set, 0 when the exec ended without a code, or negative. */
-static int exec_exit_code(struct run *r, const char *id, int *code,
-			  hutch_error **err)
+int hutch__exec_wait_exit(hutch_engine *e, const char *id,
+			  const hutch_cancel *cancel, int *code,
+			  const char *what, hutch_error **err)
 {
 	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
 	unsigned int pause = 1;
@@ -702,8 +702,7 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 	int rc;
 
 	for (;;) {
-		rc = hutch__api_exec_inspect(hutch_session_engine(r->s), id,
-					     &info, "inspect exec", err);
+		rc = hutch__api_exec_inspect(e, id, &info, what, err);
 		if (rc < 0)
 			return rc;
 		if (!info.running) {
@@ -712,6 +711,8 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 			*code = info.exit_code;
 			return 1;
 		}
+		if (cancel && hutch_cancel_raised(cancel))
+			return 0;
 		if (hutch__now_ms() > until)
 			return hutch__error_set(
 				err, HUTCH_ETIMEOUT,
@@ -720,6 +721,34 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 		hutch__sleep_ms(pause);
 		if (pause < 50)
 			pause *= 2;
+	}
+}
+
+static int exec_exit_code(struct run *r, const char *id, int *code,
+			  hutch_error **err)
+{
+	return hutch__exec_wait_exit(hutch_session_engine(r->s), id, NULL, code,
+				     "inspect exec", err);
+}
+
+int hutch__exec_failure(const hutch_exec_result *res, const char *what,
+			uint64_t timeout_ms, hutch_error **err)
+{
+	switch (hutch_exec_result_status(res)) {
+	case HUTCH_EXEC_OK:
+		return 0;
+	case HUTCH_EXEC_TIMEOUT:
+		return hutch__error_set(err, HUTCH_ETIMEOUT,
+					"%s: no answer within %" PRIu64 " ms",
+					what, timeout_ms);
+	case HUTCH_EXEC_CANCELLED:
+		return hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
+					what);
+	case HUTCH_EXEC_SANDBOX_LOST:
+	default:
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"%s: the session's container died",
+					what);
 	}
 }
 

@@ -26,6 +26,7 @@
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "exec_internal.h"
 #include "fs_answer.h"
 #include "secrets.h"
 #include "session_internal.h"
@@ -378,28 +379,6 @@ static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
 	return rc;
 }
 
-/* The agent's run did not end by itself: the error that says how. */
-static int run_failure(const hutch_exec_result *res, const char *tool,
-		       uint64_t timeout_ms, hutch_error **err)
-{
-	switch (hutch_exec_result_status(res)) {
-	case HUTCH_EXEC_OK:
-		return 0;
-	case HUTCH_EXEC_TIMEOUT:
-		return hutch__error_set(err, HUTCH_ETIMEOUT,
-					"%s: no answer within %" PRIu64 " ms",
-					tool, timeout_ms);
-	case HUTCH_EXEC_CANCELLED:
-		return hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
-					tool);
-	case HUTCH_EXEC_SANDBOX_LOST:
-	default:
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"%s: the session's container died",
-					tool);
-	}
-}
-
 static int run_agent(hutch_fs_result **out, hutch_session *s,
 		     const struct argv *a, const char *tool,
 		     const hutch_fs_options *opts, hutch_error **err)
@@ -433,7 +412,7 @@ again:
 	if (rc < 0)
 		return hutch__error_wrap(err, rc, "%s", tool);
 
-	if ((rc = run_failure(res, tool, eo.timeout_ms, err)) < 0)
+	if ((rc = hutch__exec_failure(res, tool, eo.timeout_ms, err)) < 0)
 		goto out;
 	code = hutch_exec_result_exit_code(res);
 	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, &total,

@@ -36,12 +36,11 @@
 #include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "exec_internal.h"
 #include "session_internal.h"
 
 /* How often the accepting thread looks at the cancel flag. */
 #define POLL_MS 100
-/* How long exec inspect may say "running" after the stream ended. */
-#define INSPECT_WAIT_MS 10000
 /* Each relay's thread: it calls into the transport, nothing deep. */
 #define RELAY_STACK (512 * 1024)
 #define LISTEN_BACKLOG 128
@@ -159,37 +158,6 @@ static int on_stream(const char *data, size_t len, void *p)
 	return hutch__demux_feed(&r->demux, data, len, on_frame, r) != 0;
 }
 
-/* The exec's exit code once the engine says it ended: 1 with *code, 0
- * when it gives none, or negative. */
-static int exit_code(struct pf *pf, const char *id, int *code,
-		     hutch_error **err)
-{
-	unsigned long long until = hutch__now_ms() + INSPECT_WAIT_MS;
-	unsigned int pause = 1;
-	struct hutch__exec_info info;
-	int rc;
-
-	for (;;) {
-		rc = hutch__api_exec_inspect(hutch_session_engine(pf->s), id,
-					     &info, "inspect connect exec",
-					     err);
-		if (rc < 0)
-			return rc;
-		if (!info.running) {
-			if (!info.has_exit_code)
-				return 0;
-			*code = info.exit_code;
-			return 1;
-		}
-		if (hutch__now_ms() > until ||
-		    hutch_cancel_raised(pf->o->cancel))
-			return 0;
-		hutch__sleep_ms(pause);
-		if (pause < 50)
-			pause *= 2;
-	}
-}
-
 /* One line for the error: the agent's text up to its first newline,
  * control characters shown as '?' (the text comes from the session). */
 static void one_line(char *s)
@@ -251,7 +219,8 @@ static void *relay_main(void *p)
 		emit_conn(r, HUTCH_PORTFWD_FAILED, msg);
 		goto out;
 	}
-	rc = exit_code(pf, id, &code, NULL);
+	rc = hutch__exec_wait_exit(e, id, pf->o->cancel, &code,
+				   "inspect connect exec", NULL);
 	if (rc == 1 && code != 0 && !r->client_gone) {
 		one_line(r->errtext);
 		snprintf(msg, sizeof(msg), "port %u in the session: %s",

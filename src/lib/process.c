@@ -24,6 +24,7 @@
 #include "common.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "exec_internal.h"
 #include "json.h"
 #include "redact.h"
 #include "secrets.h"
@@ -466,28 +467,6 @@ static int agent_too_old(const struct answer *a)
 		       sizeof(HUTCH_AGENT_UNKNOWN_COMMAND) - 1));
 }
 
-/* The agent's run did not end by itself: the error that says how. */
-static int run_failure(const hutch_exec_result *res, const char *what,
-		       uint64_t timeout_ms, hutch_error **err)
-{
-	switch (hutch_exec_result_status(res)) {
-	case HUTCH_EXEC_OK:
-		return 0;
-	case HUTCH_EXEC_TIMEOUT:
-		return hutch__error_set(err, HUTCH_ETIMEOUT,
-					"%s: no answer within %" PRIu64 " ms",
-					what, timeout_ms);
-	case HUTCH_EXEC_CANCELLED:
-		return hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
-					what);
-	case HUTCH_EXEC_SANDBOX_LOST:
-	default:
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"%s: the session's container died",
-					what);
-	}
-}
-
 /*
  * Run `argv` (an agent command line) with `eo`'s other fields, raw, and
  * give its answer.  An agent too old for the command is brought up to date
@@ -506,7 +485,7 @@ again:
 	rc = hutch__exec_run(&a->res, s, eo, HUTCH__EXEC_RAW, err);
 	if (rc < 0)
 		return rc;
-	if ((rc = run_failure(a->res, what, eo->timeout_ms, err)) < 0) {
+	if ((rc = hutch__exec_failure(a->res, what, eo->timeout_ms, err)) < 0) {
 		answer_free(a);
 		return rc;
 	}
@@ -910,7 +889,7 @@ int hutch_process_logs(hutch_session *s, const char *id,
 				      "logs: stopped (the process was not)");
 		goto out;
 	}
-	if ((rc = run_failure(res, "logs", eo.timeout_ms, err)) < 0)
+	if ((rc = hutch__exec_failure(res, "logs", eo.timeout_ms, err)) < 0)
 		goto out;
 	/* What the redactors held back, the output having ended. */
 	for (int i = 0; i < 2 && !r.stopped; i++)
@@ -1203,7 +1182,7 @@ int hutch_process_wait(hutch_process **out, hutch_session *s, const char *id,
 				      "wait: stopped (the process was not)");
 		goto out;
 	default:
-		if ((rc = run_failure(a.res, "wait", 0, err)) < 0)
+		if ((rc = hutch__exec_failure(a.res, "wait", 0, err)) < 0)
 			goto out;
 	}
 	a.code = hutch_exec_result_exit_code(a.res);

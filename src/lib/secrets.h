@@ -29,17 +29,4 @@ const hutch__secrets *hutch__session_redaction(const hutch_session *s);
  * kept unredacted. */
 void hutch__error_redact(hutch_error *err, const hutch__secrets *set);
 
-/* hutch__exec_run flags. */
-enum {
-	/* The file tools: no secrets in the command's environment, output
-	 * not redacted as it streams (the caller parses it, then redacts
-	 * every string of the result). */
-	HUTCH__EXEC_RAW = 1,
-};
-
-/* hutch_exec_run with flags. */
-int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
-		    const hutch_exec_options *o, unsigned int flags,
-		    hutch_error **err);
-
 #endif
