@@ -35,6 +35,7 @@ struct fake_conn {
 	char head[FAKE_MAX_HEAD + 1];
 	char *body; /* grows up to FAKE_MAX_BODY + 1 */
 	size_t body_len, body_alloc;
+	int is_head; /* the request being answered is a HEAD */
 };
 
 struct fake_engine {
@@ -279,6 +280,11 @@ int fake_send_response(struct fake_conn *c, int status,
 		    status, reason(status),
 		    content_type ? content_type : "text/plain", body_len) < 0)
 		return -1;
+	/* An answer to a HEAD has no body, whatever its Content-Length
+	 * says: a client keeping the connection reads the next answer
+	 * right after the head, so a body here would be taken for it. */
+	if (c->is_head)
+		return 0;
 	return body_len ? fake_send(c, body, body_len) : 0;
 }
 
@@ -546,6 +552,7 @@ static void *serve(void *p)
 		req.body_len = c->body_len;
 		req.conn = c->index;
 		req.seq = log_request(c->fe, method, path);
+		c->is_head = strcmp(method, "HEAD") == 0;
 		if (c->fe->handler(c, &req, c->fe->payload) == FAKE_CLOSE)
 			break;
 	}
