@@ -311,14 +311,21 @@ static int exec_input(struct exec_args *a)
 	if (a->interactive) {
 		a->o.input_fd = STDIN_FILENO;
 	} else if (a->input_file) {
-		/* The caller's own file, named by the caller: read as any
-		 * program reads its input file. */
+		/* The caller's own file, named by the caller.  Its last
+		 * component is never followed: the file may lie in a
+		 * session's bind-mounted workspace, where the sandbox can
+		 * swap it for a symlink to a host file (a key, a token)
+		 * that hutch would then hand to the sandbox as input. */
 		a->input_fd = strcmp(a->input_file, "-") == 0 ?
 				      STDIN_FILENO :
-				      open(a->input_file, O_RDONLY | O_CLOEXEC);
+				      open(a->input_file,
+					   O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (a->input_fd < 0) {
 			cli_error("--input-file '%s': %s", a->input_file,
-				  strerror(errno));
+				  errno == ELOOP ?
+					  "a symbolic link (not followed: "
+					  "name the file it points to)" :
+					  strerror(errno));
 			return -1;
 		}
 		a->o.input_fd = a->input_fd;

@@ -16,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "hostile.h"
 
 static void sh_ok(const char *s, const char *cmd)
 {
@@ -193,4 +195,38 @@ IT_TEST(hostile_surface, clients_that_left_do_not_hold_the_forwards_slots)
 	kill(p.pid, SIGINT);
 	r = it_wait(&p);
 	it_result_free(&r);
+}
+
+/* --input-file naming a file in a session's bind-mounted workspace, which
+ * the sandbox swapped for a symlink to a host file: hutch does not follow
+ * it, so the host file never reaches the session. */
+IT_TEST(hostile_surface, input_file_symlink_is_not_followed)
+{
+	const char *s = it_session();
+	char base[64], ws[128], secret[160], link[160];
+	it_result r;
+
+	snprintf(base, sizeof(base), "/tmp/hutch-inputfile-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	snprintf(ws, sizeof(ws), "%s/ws", base);
+	snprintf(secret, sizeof(secret), "%s/host-secret", base);
+	snprintf(link, sizeof(link), "%s/input", ws);
+	cr_assert_eq(mkdir(ws, 0755), 0);
+	hostile_sh("chown 1000:1000 '%s' && echo host-only-secret > '%s' && "
+		   "chmod 644 '%s'",
+		   ws, secret, secret);
+	r = it_hutch("up", s, "--workspace", ws, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch up S --workspace WS");
+	it_result_free(&r);
+	/* From inside: the input the caller meant is now a link out. */
+	r = it_hutch("exec", s, "--", "ln", "-sf", secret, "/workspace/input",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "the sandbox plants the link");
+	it_result_free(&r);
+	r = it_hutch("exec", "--input-file", link, s, "--", "cat", NULL);
+	IT_ASSERT_EXIT(r, 125, "exec --input-file LINK");
+	cr_assert(strstr(r.err, "a symbolic link (not followed"), "%s", r.err);
+	cr_assert(!strstr(r.out, "host-only-secret"), "%s", r.out);
+	it_result_free(&r);
+	hostile_sh("rm -rf '%s'", base);
 }
