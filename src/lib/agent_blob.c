@@ -88,6 +88,11 @@ static int add_link(struct archive *a, const char *path, const char *target,
  *     agent_mark_used), and so is HUTCH_PROC_DIR, where every user's
  *     background processes keep their output (src/agent/spawn.c): the
  *     sticky bit keeps one user from removing another's entries.
+ *   - HUTCH_CHAN_DIR too: PID 1 makes its channel's socket there as the
+ *     session's user.  The sticky bit keeps a command run as another user
+ *     from replacing it; one run as the session's user can, and what keeps
+ *     hutch from talking to its socket is the peer check on the host
+ *     (src/lib/agent_chan.c).
  */
 static char *agent_archive(unsigned int owner, const char *dir,
 			   unsigned int uid, unsigned int gid, size_t *len)
@@ -118,6 +123,8 @@ static char *agent_archive(unsigned int owner, const char *dir,
 			   01777, NULL, 0) < 0 ||
 	    hutch__tar_add(a, HUTCH_AGENT_PROC_DIR + 1, AE_IFDIR, 01777, NULL,
 			   0) < 0 ||
+	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_CHAN_DIR) + 1,
+			   AE_IFDIR, 01777, NULL, 0) < 0 ||
 	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
 					 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {

@@ -50,6 +50,57 @@
  * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
 #define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"
 
+/* --- the agent's channel (the fast path) ------------------------------------
+ *
+ * PID 1 ("sleep") serves a unix socket at HUTCH_CHAN_PATH, which lies on
+ * the session's system volume: hutch on the engine's host reaches it
+ * through the volume's mount point, and runs commands through it without
+ * the engine's exec (doc/agent-protocol.md, "The channel"; the choice in
+ * doc/internals.md).  HUTCH_CHAN_DIR comes with the agent: root's, mode
+ * 01777, as HUTCH_USE_DIR.
+ *
+ * Frames, both ways: an 8-byte head {type, 0, 0, 0, length as a 32-bit
+ * big-endian number}, then `length` bytes.  Output frames are Docker's
+ * multiplexed stream frames (type 1 stdout, 2 stderr), so the library reads
+ * them with the same demultiplexer as an engine's exec stream.
+ */
+#define HUTCH_CHAN_DIR "chan"
+#define HUTCH_CHAN_SOCK "agent.sock"
+#define HUTCH_CHAN_PATH HUTCH_AGENT_DIR "/" HUTCH_CHAN_DIR "/" HUTCH_CHAN_SOCK
+#define HUTCH_CHAN_VERSION 1u
+#define HUTCH_CHAN_HEAD 8u
+#define HUTCH_CHAN_FRAME_MAX (1u << 20) /* any frame but REQ */
+#define HUTCH_CHAN_REQ_MAX (8u << 20)
+/* agent -> hutch */
+#define HUTCH_CHAN_STDOUT 1
+#define HUTCH_CHAN_STDERR 2
+/* First frame, sent at once: u32 version, u32 uid, u32 gid (the agent's,
+ * which every command it runs gets), then the container's hostname. */
+#define HUTCH_CHAN_HELLO 0x10
+/* The request's process runs (its execve succeeded): u32 its pid. */
+#define HUTCH_CHAN_STARTED 0x11
+/* The process ended and its output was sent: i32 its status as an
+ * engine reports an exec's ExitCode (the code, or 128 + the signal). */
+#define HUTCH_CHAN_EXIT 0x12
+/* The request was not run: u32 reason (HUTCH_CHAN_REFUSED_*), then one
+ * line of text.  Nothing ran; hutch falls back to the engine's exec. */
+#define HUTCH_CHAN_REFUSED 0x13
+#define HUTCH_CHAN_REFUSED_MISSING 1 /* argv[0] is not there (ENOENT...) */
+#define HUTCH_CHAN_REFUSED_BAD 2     /* a malformed request */
+#define HUTCH_CHAN_REFUSED_BUSY 3    /* no process could be made */
+/* hutch -> agent */
+/* The request, once, after HELLO: u32 flags (HUTCH_CHAN_F_*), u16 rows,
+ * u16 cols (the terminal's size with F_TTY), u32 argc, u32 envc, then argc
+ * and envc NUL-terminated strings.  argv[0] is an agent under
+ * HUTCH_AGENT_BIN_DIR; env is added to (and overrides) PID 1's own, which
+ * is the container's, as an engine's exec would. */
+#define HUTCH_CHAN_REQ 0x20
+#define HUTCH_CHAN_F_STDIN 1u /* else stdin is /dev/null */
+#define HUTCH_CHAN_F_TTY 2u   /* a terminal for stdin, stdout and stderr */
+#define HUTCH_CHAN_STDIN 0x21	  /* bytes for the process's stdin */
+#define HUTCH_CHAN_STDIN_END 0x22 /* its end of file (not with F_TTY) */
+#define HUTCH_CHAN_RESIZE 0x23	  /* u16 rows, u16 cols */
+
 /* --- commands (argv[1]) and their options ---------------------------------- */
 
 #define HUTCH_AGENT_CMD_SLEEP "sleep" /* PID 1: wait for the engine's stop */
