@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/io.sh - standard input and port forwarding, each against its floor:
 #
-#   6. stdin throughput      1 GiB piped into `hutch exec -i S -- wc -c` |
+#   6. stdin throughput      1 GiB piped into `hutch exec -i S -- wc -c`, on
+#                            the agent's channel and the engine's exec |
 #                            `docker exec -i` (podman) of the same; MB/s and
 #                            hutch's peak RSS
 #   7. port forwarding       busybox httpd in a session (network none),
@@ -70,14 +71,23 @@ ctr=hutch-$s
 # ---- 6. stdin throughput --------------------------------------------------------
 gib=1073741824
 echo "-- 6. 1 GiB through stdin (one run each)"
-/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
-	"head -c $gib /dev/zero | ${H[*]} exec -i $s -- wc -c" >"$tmp/count"
-[ "$(tr -d ' \n' <"$tmp/count")" = "$gib" ] || die "hutch exec -i: $(cat "$tmp/count") bytes arrived"
-# GNU time measures sh and its children: head's RSS is small and fixed,
-# hutch's is the rest (the peak of any one process is what %M reports).
-read -r rss sec <"$tmp/time"
-R[in_h]=$sec
-R[in_rss]=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+# in_run KEY CMD...: 1 GiB piped into CMD exec -i $s -- wc -c; seconds
+# into R[in_KEY], peak RSS (MB) into R[in_rss_KEY].  GNU time measures sh
+# and its children: head's RSS is small and fixed, hutch's is the rest
+# (the peak of any one process is what %M reports).
+in_run() {
+	local key=$1 rss sec
+	shift
+	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
+		"head -c $gib /dev/zero | $* exec -i $s -- wc -c" >"$tmp/count"
+	[ "$(tr -d ' \n' <"$tmp/count")" = "$gib" ] || die "$* exec -i: $(cat "$tmp/count") bytes arrived"
+	read -r rss sec <"$tmp/time"
+	R[in_$key]=$sec
+	R[in_rss_$key]=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
+}
+in_run h "${H[*]}"
+in_run he "env HUTCH_FAST_PATH=0 ${H[*]}"
+R[in_rss]=${R[in_rss_h]}
 R[in_c]=-
 if [ -n "$have_cli" ]; then
 	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
@@ -88,6 +98,7 @@ if [ -n "$have_cli" ]; then
 	R[in_c_rss]=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
 fi
 row "hutch exec -i" "${R[in_h]} s" "$(mbs $gib "${R[in_h]}") MB/s, peak RSS ${R[in_rss]} MB"
+row "hutch exec -i, engine path" "${R[in_he]} s" "$(mbs $gib "${R[in_he]}") MB/s, peak RSS ${R[in_rss_he]} MB, agent/engine $(ratio "${R[in_h]}" "${R[in_he]}")"
 row "${cli[0]} exec -i" "${R[in_c]} s" "$(mbs $gib "${R[in_c]}") MB/s, peak RSS ${R[in_c_rss]:--} MB, hutch/cli $(ratio "${R[in_h]}" "${R[in_c]}")"
 
 # ---- 7. port forwarding ----------------------------------------------------------
@@ -144,7 +155,7 @@ row "50 requests at once" "${R[par_f]} ms" "direct ${R[par_d]} ms"
 row "256 MiB download" "${R[tp_f]} MB/s" "direct ${R[tp_d]} MB/s; forward's peak RSS ${R[fwd_rss]} MB"
 
 echo
-echo "| stdin, 1 GiB (\`exec -i\` / - / \`${cli[0]} exec -i\`) | ${R[in_h]} s, $(mbs $gib "${R[in_h]}") MB/s, ${R[in_rss]} MB RSS | - | ${R[in_c]} s, $(mbs $gib "${R[in_c]}") MB/s, ${R[in_c_rss]:--} MB RSS | - | $(ratio "${R[in_h]}" "${R[in_c]}") |"
-echo "| port-forward: one request (forward / direct to a host httpd) | ${R[lat_f]} ms | ${R[lat_d]} ms | - | $(ratio "${R[lat_f]}" "${R[lat_d]}") | - |"
-echo "| port-forward: 50 requests at once | ${R[par_f]} ms | ${R[par_d]} ms | - | $(ratio "${R[par_f]}" "${R[par_d]}") | - |"
-echo "| port-forward: 256 MiB download | ${R[tp_f]} MB/s, ${R[fwd_rss]} MB RSS | ${R[tp_d]} MB/s | - | $(ratio "${R[tp_d]}" "${R[tp_f]}") | - |"
+echo "| stdin, 1 GiB (\`exec -i\` / - / \`${cli[0]} exec -i\`) | ${R[in_h]} s, $(mbs $gib "${R[in_h]}") MB/s, ${R[in_rss]} MB RSS | ${R[in_he]} s, $(mbs $gib "${R[in_he]}") MB/s, ${R[in_rss_he]} MB RSS | - | ${R[in_c]} s, $(mbs $gib "${R[in_c]}") MB/s, ${R[in_c_rss]:--} MB RSS | - | $(ratio "${R[in_h]}" "${R[in_c]}") | $(ratio "${R[in_h]}" "${R[in_he]}") |"
+echo "| port-forward: one request (forward / direct to a host httpd) | ${R[lat_f]} ms | - | ${R[lat_d]} ms | - | $(ratio "${R[lat_f]}" "${R[lat_d]}") | - | - |"
+echo "| port-forward: 50 requests at once | ${R[par_f]} ms | - | ${R[par_d]} ms | - | $(ratio "${R[par_f]}" "${R[par_d]}") | - | - |"
+echo "| port-forward: 256 MiB download | ${R[tp_f]} MB/s, ${R[fwd_rss]} MB RSS | - | ${R[tp_d]} MB/s | - | $(ratio "${R[tp_d]}" "${R[tp_f]}") | - | - |"

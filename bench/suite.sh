@@ -5,10 +5,13 @@
 #   bench/suite.sh [ENGINE_URL]        (from a build directory)
 #
 # ENGINE_URL is unix:///path (default $HUTCH_TEST_DOCKER, else
-# $HUTCH_ENGINE).  Measured, each against its floors:
+# $HUTCH_ENGINE).  Every exec figure is taken twice: on the agent's channel
+# (the fast path, hutch's default) and on the engine's exec
+# (HUTCH_FAST_PATH=0).  Measured, each against its floors:
 #   1. warm exec latency      hutch exec S true | raw floor (create, start,
 #                             inspect on one keep-alive connection) as a
-#                             process and as a loop | docker/podman exec
+#                             process and as a loop | hutch's own library
+#                             loop (bench/exec-loop) | docker/podman exec
 #   2. cold session creation  hutch up NEW | raw container create + start
 #                             (same image, no network, init) | docker run -d
 #   3. sync-in, sync-out      10,000 files of 10 KiB: hutch sync-in | tar |
@@ -41,6 +44,8 @@ hutch="$builddir/.libs/hutch"
 [ -x "$hutch" ] || hutch="$builddir/hutch"
 export LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 floor="$builddir/bench/raw-floor"
+loop="$builddir/bench/exec-loop"
+[ ! -x "$builddir/bench/.libs/exec-loop" ] || loop="$builddir/bench/.libs/exec-loop"
 runs=${BENCH_RUNS:-30}
 cold_runs=${BENCH_COLD_RUNS:-10}
 sync_runs=${BENCH_SYNC_RUNS:-3}
@@ -54,11 +59,12 @@ case $url in
 unix://*) sock=${url#unix://} ;;
 *) die "'$url': the raw floor speaks unix sockets only (unix:///PATH)" ;;
 esac
-for tool in hyperfine /usr/bin/time curl tar "$hutch" "$floor"; do
+for tool in hyperfine /usr/bin/time curl tar "$hutch" "$floor" "$loop"; do
 	command -v "$tool" >/dev/null || die "$tool not found (make; apt-get install hyperfine time)"
 done
 
 H=("$hutch" --engine "$url")
+HE=(env HUTCH_FAST_PATH=0 "$hutch" --engine "$url") # the engine's exec
 image=${HUTCH_IMAGE:-hutch-offline:latest}
 "${H[@]}" doctor >/dev/null 2>&1 || die "$("${H[@]}" doctor 2>&1 | sed -n 's/^problem *//p' | head -n 1)"
 kind=$("${H[@]}" doctor --json | sed -n 's/.*"engine":"\([^"]*\)".*/\1/p')
@@ -100,19 +106,29 @@ echo "== $kind at $url, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 # ---- 1. warm exec latency ----------------------------------------------------
 echo "-- 1. warm exec of 'true' ($runs runs each, warm container)"
 hyperfine -N -w 5 -r "$runs" --export-csv "$tmp/h.csv" "${H[*]} exec $warm true" >/dev/null
+hyperfine -N -w 5 -r "$runs" --export-csv "$tmp/he.csv" "${HE[*]} exec $warm true" >/dev/null
 hyperfine -N -w 5 -r "$runs" --export-csv "$tmp/f.csv" "$floor $url hutch-$warm 1" >/dev/null
 R[lat_h]=$(mean_ms "$tmp/h.csv")
+R[lat_he]=$(mean_ms "$tmp/he.csv")
 R[lat_f]=$(mean_ms "$tmp/f.csv")
 R[lat_loop]=$("$floor" "$url" "hutch-$warm" "$runs" | awk '{ printf "%.1f", $1 }')
+read -r R[lat_hl] path < <("$loop" "$url" "$warm" $((runs * 10)))
+[ "$path" = agent ] || die "exec-loop: the library's execs took the $path path, not the agent's"
+R[lat_hl]=$(awk -v v="${R[lat_hl]}" 'BEGIN { printf "%.2f", v }')
+read -r R[lat_hle] path < <(HUTCH_FAST_PATH=0 "$loop" "$url" "$warm" "$runs")
+R[lat_hle]=$(awk -v v="${R[lat_hle]}" 'BEGIN { printf "%.1f", v }')
 R[lat_c]=-
 if [ -n "$have_cli" ]; then
 	hyperfine -N -w 3 -r "$runs" --export-csv "$tmp/c.csv" "${cli[*]} exec hutch-$warm true" >/dev/null
 	R[lat_c]=$(mean_ms "$tmp/c.csv")
 fi
-row "hutch exec (process)" "${R[lat_h]} ms"
-row "raw floor (process)" "${R[lat_f]} ms" "hutch/floor $(ratio "${R[lat_h]}" "${R[lat_f]}")"
-row "raw floor (in-process loop)" "${R[lat_loop]} ms" "hutch/loop  $(ratio "${R[lat_h]}" "${R[lat_loop]}")"
-row "${cli[0]} exec (process)" "${R[lat_c]} ms" "hutch/cli   $(ratio "${R[lat_h]}" "${R[lat_c]}")"
+row "hutch exec (process)" "${R[lat_h]} ms" "hutch/floor $(ratio "${R[lat_h]}" "${R[lat_f]}"), hutch/cli $(ratio "${R[lat_h]}" "${R[lat_c]}")"
+row "hutch exec, engine path (process)" "${R[lat_he]} ms" "hutch/floor $(ratio "${R[lat_he]}" "${R[lat_f]}")"
+row "hutch library loop" "${R[lat_hl]} ms" "loop/floor loop $(ratio "${R[lat_hl]}" "${R[lat_loop]}")"
+row "hutch library loop, engine path" "${R[lat_hle]} ms" "loop/floor loop $(ratio "${R[lat_hle]}" "${R[lat_loop]}")"
+row "raw floor (process)" "${R[lat_f]} ms"
+row "raw floor (in-process loop)" "${R[lat_loop]} ms"
+row "${cli[0]} exec (process)" "${R[lat_c]} ms"
 
 # ---- 2. cold session creation -------------------------------------------------
 echo "-- 2. cold session creation ($cold_runs runs each; removal not timed)"
@@ -208,13 +224,16 @@ sh -c "$clear_ws"
 # ---- 4. a command printing 1 GiB -------------------------------------------------
 echo "-- 4. a command printing 1 GiB (one run each)"
 gib="head -c 1073741824 /dev/zero"
+mbs1() { awk -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", 1073.741824 / s; else printf "-" }'; }
 read -r R[gib_rss_h] R[gib_h] < <(rss_run "${H[*]} exec $warm -- $gib")
+read -r R[gib_rss_he] R[gib_he] < <(rss_run "${HE[*]} exec $warm -- $gib")
 read -r R[gib_rss_j] R[gib_j] < <(rss_run "${H[*]} exec $warm --json -- $gib")
 read -r R[gib_rss_f] R[gib_f] < <(rss_run "$floor $url $ctr 1 $gib")
 R[gib_c]=-
 R[gib_rss_c]=-
 [ -z "$have_cli" ] || read -r R[gib_rss_c] R[gib_c] < <(rss_run "${cli[*]} exec $ctr $gib")
-row "hutch exec (streamed)" "${R[gib_h]} s" "peak RSS ${R[gib_rss_h]} MB"
+row "hutch exec (streamed)" "${R[gib_h]} s" "peak RSS ${R[gib_rss_h]} MB, $(mbs1 "${R[gib_h]}") MB/s"
+row "hutch exec, engine path" "${R[gib_he]} s" "peak RSS ${R[gib_rss_he]} MB, $(mbs1 "${R[gib_he]}") MB/s, agent/engine $(ratio "${R[gib_h]}" "${R[gib_he]}")"
 row "hutch exec --json (1 MiB caps)" "${R[gib_j]} s" "peak RSS ${R[gib_rss_j]} MB"
 row "raw floor" "${R[gib_f]} s" "peak RSS ${R[gib_rss_f]} MB, hutch/floor $(ratio "${R[gib_h]}" "${R[gib_f]}")"
 row "${cli[0]} exec" "${R[gib_c]} s" "peak RSS ${R[gib_rss_c]} MB, hutch/cli $(ratio "${R[gib_h]}" "${R[gib_c]}")"
@@ -231,20 +250,34 @@ for ((i = 0; i < maxw; i++)); do
 done >"$tmp/make.jsonl"
 "${H[@]}" batch "$tmp/make.jsonl" --keep --parallel "$maxw" >/dev/null 2>"$tmp/batch.err" ||
 	{ cat "$tmp/batch.err" >&2; die "could not make $maxw sessions"; }
-for w in $widths; do
-	per=$(((jobs + w - 1) / w))
-	total=$((per * w))
-	for ((i = 0; i < total; i++)); do
+# batch_rate W PER CMD...: `batch --parallel W` of W*PER execs of `true` over
+# W sessions; execs/s into $rate, peak RSS (MB) into $rss.
+batch_rate() {
+	local w=$1 n=$(($1 * $2)) t0 ok i
+	shift 2
+	for ((i = 0; i < n; i++)); do
 		printf '{"session":"%s-%d","command":["true"]}\n' "$tp" $((i % w))
 	done >"$tmp/jobs.jsonl"
 	t0=$(now)
-	/usr/bin/time -f '%M' -o "$tmp/time" "${H[@]}" batch "$tmp/jobs.jsonl" --keep --parallel "$w" \
+	/usr/bin/time -f '%M' -o "$tmp/time" "$@" batch "$tmp/jobs.jsonl" --keep --parallel "$w" \
 		>"$tmp/out.jsonl" 2>"$tmp/batch.err" || { cat "$tmp/batch.err" >&2; die "batch at $w failed"; }
-	s_h=$(since "$t0")
+	rate=$(awk -v n="$n" -v s="$(since "$t0")" 'BEGIN { printf "%.1f", n / s }')
 	ok=$(grep -c '"status":"ok"' "$tmp/out.jsonl")
-	[ "$ok" -eq "$total" ] || die "batch at $w: $ok of $total ok"
-	R[tp_rss_$w]=$(awk '{ printf "%.0f", $1 / 1024 }' "$tmp/time")
-	R[tp_h_$w]=$(awk -v n="$total" -v s="$s_h" 'BEGIN { printf "%.1f", n / s }')
+	[ "$ok" -eq "$n" ] || die "batch at $w: $ok of $n ok"
+	rss=$(awk '{ printf "%.0f", $1 / 1024 }' "$tmp/time")
+}
+for w in $widths; do
+	per=$(((jobs + w - 1) / w))
+	total=$((per * w))
+	# The fast path runs ten times the execs, so that it runs long enough
+	# to be measured.
+	batch_rate "$w" $((per * 10)) "${H[@]}"
+	grep -q '"path":"agent"' "$tmp/out.jsonl" || die "batch at $w: no exec took the agent's path"
+	R[tp_h_$w]=$rate
+	R[tp_rss_$w]=$rss
+	batch_rate "$w" "$per" "${HE[@]}"
+	R[tp_he_$w]=$rate
+	R[tp_rsse_$w]=$rss
 	# The floor: w processes, each one warm-up exec and then `per` more.
 	t0=$(now)
 	for ((i = 0; i < w; i++)); do
@@ -265,6 +298,7 @@ for w in $widths; do
 		R[tp_c_$w]=$(awk -v n="$((cper * w))" -v s="$s_c" 'BEGIN { printf "%.1f", n / s }')
 	fi
 	row "N=$w: hutch batch" "${R[tp_h_$w]}/s" "peak RSS ${R[tp_rss_$w]} MB"
+	row "N=$w: hutch batch, engine path" "${R[tp_he_$w]}/s" "peak RSS ${R[tp_rsse_$w]} MB, agent/engine $(ratio "${R[tp_h_$w]}" "${R[tp_he_$w]}")"
 	row "N=$w: raw floor loops" "${R[tp_f_$w]}/s" "hutch/floor $(ratio "${R[tp_h_$w]}" "${R[tp_f_$w]}")"
 	row "N=$w: ${cli[0]} exec loops" "${R[tp_c_$w]}/s" "hutch/cli   $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}")"
 done
@@ -276,16 +310,17 @@ HUTCH_BUILDDIR=$builddir "$(dirname "$0")/io.sh" "$url" | tee "$tmp/io.txt"
 c=${cli[0]}
 echo
 echo "For times a ratio below 1 means hutch is faster; for execs/s, above 1."
-echo "| $kind | hutch | raw API floor | $c CLI | hutch / floor | hutch / $c |"
-echo "|---|---|---|---|---|---|"
-echo "| warm exec \`true\` | ${R[lat_h]} ms | ${R[lat_f]} ms (loop ${R[lat_loop]} ms) | ${R[lat_c]} ms | $(ratio "${R[lat_h]}" "${R[lat_f]}") | $(ratio "${R[lat_h]}" "${R[lat_c]}") |"
-echo "| cold session (\`up\` / create+start / \`run -d\`) | ${R[cold_h]} ms | ${R[cold_f]} ms | ${R[cold_c]} ms | $(ratio "${R[cold_h]}" "${R[cold_f]}") | $(ratio "${R[cold_h]}" "${R[cold_c]}") |"
-echo "| sync-in ${mb} MB, 10,000 files | ${R[sync_h]} s, $(mbs "${R[sync_h]}") MB/s, ${R[sync_rss_h]} MB RSS | ${R[sync_f]} s, ${R[sync_rss_f]} MB RSS | ${R[sync_c]} s, ${R[sync_rss_c]} MB RSS | $(ratio "${R[sync_h]}" "${R[sync_f]}") | $(ratio "${R[sync_h]}" "${R[sync_c]}") |"
-echo "| sync-out ${mb} MB, 10,000 files | ${R[out_h]} s, $(mbs "${R[out_h]}") MB/s, ${R[out_rss_h]} MB RSS | ${R[out_f]} s, ${R[out_rss_f]} MB RSS | ${R[out_c]} s, ${R[out_rss_c]} MB RSS | $(ratio "${R[out_h]}" "${R[out_f]}") | $(ratio "${R[out_h]}" "${R[out_c]}") |"
-echo "| 1 GiB of output | ${R[gib_h]} s, ${R[gib_rss_h]} MB RSS (\`--json\`: ${R[gib_j]} s, ${R[gib_rss_j]} MB) | ${R[gib_f]} s, ${R[gib_rss_f]} MB RSS | ${R[gib_c]} s, ${R[gib_rss_c]} MB RSS | $(ratio "${R[gib_h]}" "${R[gib_f]}") | $(ratio "${R[gib_h]}" "${R[gib_c]}") |"
+echo "| $kind | hutch | hutch, engine path | raw API floor | $c CLI | hutch / floor | hutch / $c | hutch / engine path |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| warm exec \`true\`, process | ${R[lat_h]} ms | ${R[lat_he]} ms | ${R[lat_f]} ms | ${R[lat_c]} ms | $(ratio "${R[lat_h]}" "${R[lat_f]}") | $(ratio "${R[lat_h]}" "${R[lat_c]}") | $(ratio "${R[lat_h]}" "${R[lat_he]}") |"
+echo "| warm exec \`true\`, in-process loop | ${R[lat_hl]} ms | ${R[lat_hle]} ms | ${R[lat_loop]} ms | - | $(ratio "${R[lat_hl]}" "${R[lat_loop]}") | - | $(ratio "${R[lat_hl]}" "${R[lat_hle]}") |"
+echo "| cold session (\`up\` / create+start / \`run -d\`) | ${R[cold_h]} ms | - | ${R[cold_f]} ms | ${R[cold_c]} ms | $(ratio "${R[cold_h]}" "${R[cold_f]}") | $(ratio "${R[cold_h]}" "${R[cold_c]}") | - |"
+echo "| sync-in ${mb} MB, 10,000 files | ${R[sync_h]} s, $(mbs "${R[sync_h]}") MB/s, ${R[sync_rss_h]} MB RSS | - | ${R[sync_f]} s, ${R[sync_rss_f]} MB RSS | ${R[sync_c]} s, ${R[sync_rss_c]} MB RSS | $(ratio "${R[sync_h]}" "${R[sync_f]}") | $(ratio "${R[sync_h]}" "${R[sync_c]}") | - |"
+echo "| sync-out ${mb} MB, 10,000 files | ${R[out_h]} s, $(mbs "${R[out_h]}") MB/s, ${R[out_rss_h]} MB RSS | - | ${R[out_f]} s, ${R[out_rss_f]} MB RSS | ${R[out_c]} s, ${R[out_rss_c]} MB RSS | $(ratio "${R[out_h]}" "${R[out_f]}") | $(ratio "${R[out_h]}" "${R[out_c]}") | - |"
+echo "| 1 GiB of output | ${R[gib_h]} s, $(mbs1 "${R[gib_h]}") MB/s, ${R[gib_rss_h]} MB RSS (\`--json\`: ${R[gib_j]} s, ${R[gib_rss_j]} MB) | ${R[gib_he]} s, $(mbs1 "${R[gib_he]}") MB/s, ${R[gib_rss_he]} MB RSS | ${R[gib_f]} s, ${R[gib_rss_f]} MB RSS | ${R[gib_c]} s, ${R[gib_rss_c]} MB RSS | $(ratio "${R[gib_h]}" "${R[gib_f]}") | $(ratio "${R[gib_h]}" "${R[gib_c]}") | $(ratio "${R[gib_h]}" "${R[gib_he]}") |"
 for w in $widths; do
 	label="$w parallel sessions"
 	[ "$w" -ne 1 ] || label="1 session"
-	echo "| execs/s, $label | ${R[tp_h_$w]}/s (${R[tp_rss_$w]} MB RSS) | ${R[tp_f_$w]}/s | ${R[tp_c_$w]}/s | $(ratio "${R[tp_h_$w]}" "${R[tp_f_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}") |"
+	echo "| execs/s, $label (batch) | ${R[tp_h_$w]}/s (${R[tp_rss_$w]} MB RSS) | ${R[tp_he_$w]}/s (${R[tp_rsse_$w]} MB RSS) | ${R[tp_f_$w]}/s | ${R[tp_c_$w]}/s | $(ratio "${R[tp_h_$w]}" "${R[tp_f_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_he_$w]}") |"
 done
 grep '^| ' "$tmp/io.txt"

@@ -10,7 +10,9 @@
 # green and prove nothing.
 #
 # HUTCH_TEST_TIMEOUT (seconds, default 180) bounds each test, so one hung test
-# fails instead of eating the CI time limit.
+# fails instead of eating the CI time limit.  HUTCH_TEST_FILTER, when set, is
+# Criterion's --filter (an extglob such as '@(exec|tty)/*'): the *-engine-path
+# tests run the exec suites a second time with the fast path off.
 set -u
 
 name=${1:?usage: engine-test.sh docker|podman [PROGRAM]}
@@ -51,5 +53,6 @@ fi
 HUTCH_TEST_ENGINE=$url
 HUTCH_TEST_ENGINE_NAME=$name
 export HUTCH_TEST_ENGINE HUTCH_TEST_ENGINE_NAME
-echo "engine-test: $name at $url"
-exec "$bin" --verbose --color=never --short-filename --timeout "${HUTCH_TEST_TIMEOUT:-600}"
+echo "engine-test: $name at $url${HUTCH_FAST_PATH:+, HUTCH_FAST_PATH=$HUTCH_FAST_PATH}${HUTCH_TEST_FILTER:+, only $HUTCH_TEST_FILTER}"
+exec "$bin" --verbose --color=never --short-filename --timeout "${HUTCH_TEST_TIMEOUT:-600}" \
+	${HUTCH_TEST_FILTER:+--filter "$HUTCH_TEST_FILTER"}
