@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 /* poke MODE PID SIG: send SIG to PID the MODE way; one line says
  * whether the kernel took it.  Exit 0 when it did. */
@@ -26,6 +27,25 @@ static int async_fd(int rd, int wr, int sig)
 		return -1;
 	return write(wr, "x", 1) == 1 ? 0 : -1;
 }
+
+#ifdef __x86_64__
+/* Whether an i386 syscall (getpid) works at all here. */
+static int i386_entry(void)
+{
+	int status;
+	pid_t child = fork();
+
+	if (child == 0) {
+		long ret;
+
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+		_exit(ret == (long)getpid() ? 0 : 1);
+	}
+	if (child < 0 || waitpid(child, &status, 0) != child)
+		return 1; /* unknown: let the real attempt say */
+	return !(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -79,6 +99,16 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "int80")) {
 #ifdef __x86_64__
 		long ret;
+
+		/* A kernel without an i386 entry (no IA32 emulation, or
+		 * a hypervisor that refuses it) kills whoever tries it:
+		 * tried in a child first, and then the route is closed. */
+		if (!i386_entry()) {
+			printf("int80: refused (no i386 syscall entry in "
+			       "this kernel)\n");
+			fflush(stdout);
+			return 1;
+		}
 		__asm__ volatile("int $0x80"
 				 : "=a"(ret)
 				 : "a"(37L), "b"((long)pid), "c"((long)sig)
