@@ -58,7 +58,7 @@ flags=()
 [ -z "${libs[$target]:-}" ] || read -r -a flags <<<"$(pkg-config --cflags --libs ${libs[$target]})"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-D_GNU_SOURCE -I"$work" -I"$top/include" -I"$top/src/lib" -I"$top/src/shared" \
+	-D_GNU_SOURCE -DHUTCH_DL_LINKED -I"$work" -I"$top/include" -I"$top/src/lib" -I"$top/src/shared" \
 	-I"$top/src/agent" -I"$top/src/mcp" -I"$top/tests/fuzz" \
 	-o "$bin" "$top/tests/fuzz/fuzz_$target.c" \
 	$(printf "$top/%s " ${sources[$target]}) "${flags[@]}" -lpthread -lm
