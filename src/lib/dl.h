@@ -24,9 +24,11 @@
 
 #ifdef HUTCH_DL_LINKED
 /* A program that links libarchive itself (the fuzz targets, which build
- * sync_out.c alone): the calls are the library's. */
+ * sync_out.c alone), or http.c compiled again for curl.h's type checks
+ * only (Makefile.am): the calls are the libraries' own. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <curl/curl.h>
 
 #include "error.h"
 
@@ -35,6 +37,8 @@ static inline int hutch__dl_archive(hutch_error **err)
 	(void)err;
 	return 0;
 }
+
+int hutch__dl_curl(hutch_error **err);
 #else
 
 /* libcurl's type-checking wrappers of the variadic setopt and getinfo
