@@ -28,7 +28,7 @@ declare -A sources=(
 	[jsonrpc]="src/mcp/jsonrpc.c src/lib/utf8.c"
 	[path]="src/agent/fs_path.c"
 	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
-	[tar]="src/lib/sync_out.c src/lib/error.c src/lib/buf.c"
+	[tar]="src/lib/sync_out.c src/lib/beneath.c src/lib/error.c src/lib/buf.c src/shared/utf8.c"
 	[redact]="src/lib/redact.c src/lib/utf8.c"
 	[timestamp]="src/lib/timestamp.c src/shared/base64.c"
 	[fsanswer]="src/lib/fs_answer.c src/lib/engine_errors.c src/lib/error.c src/lib/buf.c src/lib/redact.c src/lib/utf8.c"
@@ -36,7 +36,7 @@ declare -A sources=(
 declare -A libs=(
 	[engine]="json-c"
 	[jsonrpc]="json-c"
-	[tar]="libarchive"
+	[tar]="libarchive libcurl" # libcurl: its header, through src/lib/dl.h
 	[timestamp]="json-c"
 	[fsanswer]="json-c"
 )
@@ -58,7 +58,7 @@ flags=()
 [ -z "${libs[$target]:-}" ] || read -r -a flags <<<"$(pkg-config --cflags --libs ${libs[$target]})"
 # shellcheck disable=SC2086
 "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-D_GNU_SOURCE -I"$work" -I"$top/include" -I"$top/src/lib" -I"$top/src/shared" \
+	-D_GNU_SOURCE -DHUTCH_DL_LINKED -I"$work" -I"$top/include" -I"$top/src/lib" -I"$top/src/shared" \
 	-I"$top/src/agent" -I"$top/src/mcp" -I"$top/tests/fuzz" \
 	-o "$bin" "$top/tests/fuzz/fuzz_$target.c" \
 	$(printf "$top/%s " ${sources[$target]}) "${flags[@]}" -lpthread -lm

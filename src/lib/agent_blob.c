@@ -10,6 +10,7 @@
 
 #include "agent_blob.h"
 #include "buf.h"
+#include "dl.h"
 
 extern const char hutch__agent_start[];
 extern const char hutch__agent_end[];
@@ -104,8 +105,12 @@ static char *agent_archive(unsigned int owner, const char *dir,
 	char *buf = malloc(cap);
 
 	*len = 0;
-	if (!buf)
+	/* The caller loaded libarchive, to report a failure; this keeps a
+	 * new caller that did not from calling through an empty table. */
+	if (!buf || hutch__dl_archive(NULL) < 0) {
+		free(buf);
 		return NULL;
+	}
 	a = archive_write_new();
 	if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open_memory(a, buf, cap, len) != ARCHIVE_OK ||

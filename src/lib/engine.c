@@ -253,9 +253,8 @@ int hutch_engine_open(hutch_engine **out, const char *url, hutch_error **err)
 	const char *v;
 	int rc = 0;
 
-	if (hutch__http_global_init() < 0)
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"libcurl failed to initialise");
+	if ((rc = hutch__http_global_init(err)) < 0)
+		return rc;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return hutch__error_oom(err);

@@ -12,6 +12,7 @@
 #include <archive_entry.h>
 #include <json-c/json.h>
 
+#include "dl.h"
 #include "engine_api_exec.h"
 #include "error.h"
 
@@ -371,7 +372,8 @@ char *hutch__api_archive_file(hutch_engine *e, const char *container,
 	hutch__response resp = HUTCH__RESPONSE_INIT;
 	char *data = NULL;
 
-	if (archive_call(e, container, path, &req, &resp, err) < 0)
+	if (hutch__dl_archive(err) < 0 ||
+	    archive_call(e, container, path, &req, &resp, err) < 0)
 		resp.status = 0;
 	if (status)
 		*status = resp.status;

@@ -24,6 +24,7 @@
 #include "agent_install.h"
 #include "base64.h"
 #include "common.h"
+#include "dl.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "exec_internal.h"
@@ -153,8 +154,10 @@ static int stage(hutch_session *s, struct staged *st, size_t n,
 	char hex[25], name[96];
 	size_t cap = 8192, used = 0;
 	char *buf = NULL;
-	int rc = 0;
+	int rc = hutch__dl_archive(err);
 
+	if (rc < 0)
+		return rc;
 	if (hutch__random_hex(hex, sizeof(hex)) < 0)
 		return hutch__error_set(err, HUTCH_EFAILED,
 					"no randomness for a file name: %s",

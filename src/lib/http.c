@@ -20,9 +20,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <curl/curl.h>
 
 #include "common.h"
+#include "dl.h"
 #include "engine_handle.h"
 #include "error.h"
 #include "http.h"
@@ -40,18 +40,10 @@ struct hutch__conn {
 	struct hutch__conn *next;
 };
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static int global_rc;
-
-static void global_init(void)
+int hutch__http_global_init(hutch_error **err)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
-}
-
-int hutch__http_global_init(void)
-{
-	pthread_once(&global_once, global_init);
-	return global_rc;
+	/* Loads libcurl and runs curl_global_init(), once (dl.c). */
+	return hutch__dl_curl(err);
 }
 
 static void conn_free(struct hutch__conn *c)
@@ -177,9 +169,13 @@ int hutch__http_share_init(hutch_engine *e)
 
 char *hutch__url_escape(const char *s)
 {
-	char *esc = curl_easy_escape(NULL, s, 0);
-	char *out;
+	char *esc, *out;
 
+	/* Every caller has an engine, which loaded libcurl; this keeps one
+	 * that had none from calling through an empty table. */
+	if (hutch__dl_curl(NULL) < 0)
+		return NULL;
+	esc = curl_easy_escape(NULL, s, 0);
 	if (!esc)
 		return NULL;
 	out = strdup(esc);
@@ -555,9 +551,8 @@ int hutch__http(hutch_engine *e, const hutch__request *req,
 	int timed_out, cancelled, too_big, rc, negotiated_now = 0, negotiated;
 	size_t cur;
 
-	if (hutch__http_global_init() < 0)
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"libcurl failed to initialise");
+	if ((rc = hutch__http_global_init(err)) < 0)
+		return rc;
 again:
 	timed_out = cancelled = too_big = 0;
 	cur = current(e);
@@ -1144,9 +1139,8 @@ int hutch__http_upgrade(hutch_engine *e, const hutch__upgrade_request *req,
 	size_t cur;
 	int timed_out = 0, cancelled = 0, rc, n;
 
-	if (hutch__http_global_init() < 0)
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"libcurl failed to initialise");
+	if ((rc = hutch__http_global_init(err)) < 0)
+		return rc;
 	n = snprintf(url_path, sizeof(url_path), "/v%s%s",
 		     hutch_engine_api_version(e), req->path);
 	if (n < 0 || (size_t)n >= sizeof(url_path))

@@ -140,7 +140,8 @@ void hutch__http_pool_free(hutch_engine *e);
  * 0, or -1 (the connections then work without sharing). */
 int hutch__http_share_init(hutch_engine *e);
 
-/* One-time process-wide libcurl setup; safe to call from many threads. */
-int hutch__http_global_init(void);
+/* Load libcurl and run its process-wide setup, once; safe to call from many
+ * threads.  0, or HUTCH_EFAILED with why in *err (src/lib/dl.c). */
+int hutch__http_global_init(hutch_error **err);
 
 #endif

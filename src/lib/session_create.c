@@ -18,6 +18,7 @@
 #include "agent_blob.h"
 #include "beneath.h"
 #include "common.h"
+#include "dl.h"
 #include "engine_api.h"
 #include "error.h"
 #include "session_internal.h"
@@ -449,7 +450,8 @@ void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 
 	if (hutch__api_archive_stat(s->engine, s->container,
 				    HUTCH_LAST_USED_PATH, stat, sizeof(stat),
-				    NULL) != 1)
+				    NULL) != 1 ||
+	    hutch__dl_archive(NULL) < 0)
 		return;
 	a = archive_write_new();
 	ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
@@ -472,7 +474,8 @@ void hutch__session_mark_used(hutch_session *s, unsigned int uid,
 static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 		   unsigned int uid, unsigned int gid)
 {
-	struct archive *a = archive_write_new();
+	struct archive *a = hutch__dl_archive(NULL) == 0 ? archive_write_new() :
+							   NULL;
 	int ok = a &&
 		 archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
 		 archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
@@ -558,6 +561,8 @@ int hutch__session_install_agent(hutch_session *s, int workspace,
 	podman = is_podman(s, err);
 	if (podman < 0)
 		return podman;
+	if ((rc = hutch__dl_archive(err)) < 0)
+		return rc;
 	tar = hutch__agent_tar(uid, workspace ? "workspace" : NULL, uid, gid,
 			       &len);
 	if (!tar)
@@ -608,6 +613,8 @@ int hutch__session_own_workspace(hutch_session *s, hutch_error **err)
 		return rc;
 	if (s->ensure.vol_uid == (long)uid && s->ensure.vol_gid == (long)gid)
 		return 0; /* the engine made the volume with this owner */
+	if ((rc = hutch__dl_archive(err)) < 0)
+		return rc;
 	if (dir_tar(tar, sizeof(tar), &used, "./", uid, gid) < 0)
 		return hutch__error_oom(err);
 	return hutch__api_archive_put(s->engine, s->container, "/workspace", 1,

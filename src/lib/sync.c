@@ -22,6 +22,7 @@
 #include "account.h"
 #include "beneath.h"
 #include "common.h"
+#include "dl.h"
 #include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -278,7 +279,8 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 
 	d.t0 = hutch__now_ms();
 	memset(&job, 0, sizeof(job));
-	if ((rc = check_opts(opts, err)) < 0)
+	if ((rc = check_opts(opts, err)) < 0 ||
+	    (rc = hutch__dl_archive(err)) < 0)
 		return rc;
 	fd = open_hostdir(hostdir, 0, err);
 	if (fd < 0)
@@ -390,7 +392,8 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 
 	d.t0 = hutch__now_ms();
 	memset(&job, 0, sizeof(job));
-	if ((rc = check_opts(opts, err)) < 0)
+	if ((rc = check_opts(opts, err)) < 0 ||
+	    (rc = hutch__dl_archive(err)) < 0)
 		return rc;
 	if ((rc = workspace_path(&cpath, wpath, err)) < 0)
 		return rc;

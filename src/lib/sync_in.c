@@ -21,6 +21,7 @@
 #include <archive_entry.h>
 
 #include "common.h"
+#include "dl.h"
 #include "error.h"
 #include "glob.h"
 #include "sync_internal.h"

@@ -50,6 +50,7 @@
 
 #include "beneath.h"
 #include "common.h"
+#include "dl.h"
 #include "error.h"
 #include "sync_internal.h"
 

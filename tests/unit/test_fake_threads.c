@@ -6,7 +6,10 @@
  * Run under the sanitizer build (--enable-sanitizers) to catch races on the
  * handle's memory.
  */
+#include "config.h"
+
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -165,4 +168,67 @@ Test(threads, many_threads_one_engine)
 		      fake_engine_connections(fe), THREADS, CALLS);
 	cr_expect_gt(fake_engine_request_count(fe),
 		     (unsigned long)THREADS * CALLS);
+}
+
+struct opener {
+	pthread_barrier_t *start;
+	int rc;
+	char why[256];
+};
+
+static void *open_and_ping(void *p)
+{
+	struct opener *o = p;
+	hutch_engine *e = NULL;
+	hutch_error *err = NULL;
+
+	pthread_barrier_wait(o->start);
+	o->rc = hutch_engine_open(&e, fake_engine_url(fe), &err);
+	if (o->rc == 0)
+		o->rc = hutch_engine_ping(e, &err);
+	if (o->rc < 0)
+		snprintf(o->why, sizeof(o->why), "%s",
+			 hutch_error_message(err));
+	hutch_error_free(err);
+	hutch_engine_free(e);
+	return NULL;
+}
+
+/*
+ * libhutch loads libcurl at the first engine open (src/lib/dl.c), not at
+ * start (this program does not link it: Makefile.am), and the first opens
+ * may come from many threads at once: one loads it and runs
+ * curl_global_init, the others wait for that and use it.
+ */
+Test(threads, first_engine_opens_load_libcurl_once)
+{
+	static int unexpected;
+	pthread_t t[THREADS];
+	struct opener o[THREADS];
+	pthread_barrier_t start;
+	void *h;
+
+	cr_assert_null(dlopen(HUTCH_LIBCURL_SONAME, RTLD_NOW | RTLD_NOLOAD),
+		       "%s was loaded before any engine was opened",
+		       HUTCH_LIBCURL_SONAME);
+	cr_assert_eq(fake_engine_start(&fe, handler, &unexpected), 0,
+		     "fake engine: %m");
+	pthread_barrier_init(&start, NULL, THREADS);
+	for (int i = 0; i < THREADS; i++) {
+		memset(&o[i], 0, sizeof(o[i]));
+		o[i].start = &start;
+		cr_assert_eq(pthread_create(&t[i], NULL, open_and_ping, &o[i]),
+			     0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		cr_expect_eq(o[i].rc, 0, "thread %d: %s", i, o[i].why);
+	}
+	pthread_barrier_destroy(&start);
+	h = dlopen(HUTCH_LIBCURL_SONAME, RTLD_NOW | RTLD_NOLOAD);
+	cr_expect_not_null(h, "%s is not loaded after the engine calls",
+			   HUTCH_LIBCURL_SONAME);
+	if (h)
+		dlclose(h);
+	cr_expect_eq(unexpected, 0);
 }
