@@ -25,13 +25,13 @@ work=${HUTCH_FUZZ_DIR:-/tmp/hutch-fuzz}
 declare -A sources=(
 	[demux]="src/lib/demux.c"
 	[engine]="src/lib/engine_errors.c src/lib/error.c src/lib/buf.c"
-	[jsonrpc]="src/mcp/jsonrpc.c src/lib/utf8.c"
+	[jsonrpc]="src/mcp/jsonrpc.c src/shared/utf8.c"
 	[path]="src/agent/fs_path.c"
-	[editmatch]="src/agent/editmatch.c src/lib/utf8.c"
+	[editmatch]="src/agent/editmatch.c src/shared/utf8.c"
 	[tar]="src/lib/sync_out.c src/lib/beneath.c src/lib/error.c src/lib/buf.c src/shared/utf8.c"
-	[redact]="src/lib/redact.c src/lib/utf8.c"
+	[redact]="src/lib/redact.c src/shared/utf8.c"
 	[timestamp]="src/lib/timestamp.c src/shared/base64.c"
-	[fsanswer]="src/lib/fs_answer.c src/lib/engine_errors.c src/lib/error.c src/lib/buf.c src/lib/redact.c src/lib/utf8.c"
+	[fsanswer]="src/lib/fs_answer.c src/lib/engine_errors.c src/lib/error.c src/lib/buf.c src/lib/redact.c src/shared/utf8.c"
 )
 declare -A libs=(
 	[engine]="json-c"

@@ -95,8 +95,8 @@
  * HUTCH_AGENT_BIN_DIR; env is added to (and overrides) PID 1's own, which
  * is the container's, as an engine's exec would. */
 #define HUTCH_CHAN_REQ 0x20
-#define HUTCH_CHAN_F_STDIN 1u /* else stdin is /dev/null */
-#define HUTCH_CHAN_F_TTY 2u   /* a terminal for stdin, stdout and stderr */
+#define HUTCH_CHAN_F_STDIN 1u	  /* else stdin is /dev/null */
+#define HUTCH_CHAN_F_TTY 2u	  /* a terminal for stdin, stdout and stderr */
 #define HUTCH_CHAN_STDIN 0x21	  /* bytes for the process's stdin */
 #define HUTCH_CHAN_STDIN_END 0x22 /* its end of file (not with F_TTY) */
 #define HUTCH_CHAN_RESIZE 0x23	  /* u16 rows, u16 cols */
