@@ -40,6 +40,36 @@ bool agent_argv0_ok(const char *argv0);
  */
 int agent_seccomp_install(void);
 
+/*
+ * chan.c: the agent's channel (doc/agent-protocol.md, "The channel").
+ * PID 1 calls agent_chan_listen() once (the listening fd, or -1: no
+ * channel), agent_chan_accept() when it is readable (each connection
+ * from hutch gets a forked handler; @sfd is PID 1's signalfd, closed in
+ * the handler) and agent_chan_reaped() for every child it reaps.
+ */
+#define AGENT_CHAN_HANDLERS_MAX 256
+#define AGENT_CHAN_REQ_TIMEOUT_MS 10000
+struct agent_chan_req {
+	unsigned int flags;	   /* HUTCH_CHAN_F_* */
+	unsigned short rows, cols; /* the terminal's size (F_TTY) */
+	unsigned int argc, envc;
+	char **argv, **env; /* NULL-terminated, into the request's bytes */
+};
+int agent_chan_listen(void);
+void agent_chan_accept(int lfd, int sfd);
+void agent_chan_reaped(pid_t pid);
+/* Whether @argv0 may be run: HUTCH_AGENT_PATH or @bin_dir/hutch-agent-X
+ * with no '/' nor ".." in X. */
+bool agent_chan_argv0_ok(const char *argv0, const char *bin_dir);
+/* Parse and check a REQ payload: 0 with *@r (free with
+ * agent_chan_req_free; its strings point into @p), or -1 with *@why. */
+int agent_chan_parse_req(const char *p, size_t len, const char *bin_dir,
+			 struct agent_chan_req *r, const char **why);
+void agent_chan_req_free(struct agent_chan_req *r);
+/* A handler: serve one connection to its end, then close it.  Runs only
+ * agents under @bin_dir (HUTCH_AGENT_BIN_DIR; tests pass their own). */
+int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms);
+
 /* Subcommands: argv[0] is the subcommand name; return the exit code. */
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
