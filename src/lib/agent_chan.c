@@ -1027,6 +1027,9 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 					   2 * HUTCH_CHAN_HEAD + CHUNK);
 	l->in = stream->input;
 	l->in_left = stream->input ? stream->input_len : 0;
+	/* Without stdin the agent gives the command /dev/null: no end of
+	 * file to send. */
+	l->end_sent = !spec->attach_stdin;
 	rc = queue_req(l, spec);
 	if (rc != 0) {
 		hutch__buf_free(&l->out);
@@ -1034,6 +1037,9 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 		hutch__chan_call_close(c);
 		return rc > 0 ? HUTCH__CHAN_UNAVAILABLE : hutch__error_oom(err);
 	}
+	/* The caller's already while the stream is read: on_deadline asks
+	 * it how the command is doing (hutch__chan_state). */
+	*call = c;
 	how = run_loop(l);
 	c->sink = NULL;
 	c->in_stream = 0;
@@ -1046,13 +1052,13 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 	    (c->refused || (!l->req_sent && (c->eof || c->broke)))) {
 		hutch__buf_free(&l->out);
 		free(l);
+		*call = NULL;
 		hutch__chan_call_close(c);
 		return HUTCH__CHAN_UNAVAILABLE;
 	}
 	/* The request went: the command may have started even when the
 	 * connection broke before the agent said so. */
 	*streamed = c->started || l->req_sent;
-	*call = c;
 	switch (how) {
 	case LOOP_CANCELLED:
 		rc = hutch__error_set(err, HUTCH_ECANCELLED, "cancelled");

@@ -805,7 +805,7 @@ int hutch__exec_failure(const hutch_exec_result *res, const char *what,
 
 #define KILL_WAIT_MS 30000
 
-/* The agent's kill on the channel: 1 with *code, HUTCH__CHAN_UNAVAILABLE,
+/* The agent's kill on the channel: 0 with *code, HUTCH__CHAN_UNAVAILABLE,
  * or a negative code. */
 static int kill_on_chan(struct run *r, const struct hutch__exec_spec *spec,
 			int *code, hutch_error **err)
@@ -822,7 +822,7 @@ static int kill_on_chan(struct run *r, const struct hutch__exec_spec *spec,
 	if (rc == 0)
 		rc = hutch__chan_wait_exit(call, INSPECT_WAIT_MS, code, err);
 	hutch__chan_call_close(call);
-	return rc;
+	return rc == 1 ? 0 : rc;
 }
 
 /* Run the agent's kill in a second exec: it finds the command's agent by
@@ -895,10 +895,11 @@ static int exec_state(struct run *r, hutch_error **err)
 	struct hutch__exec_info info;
 	int rc;
 
-	/* On the channel: the agent's EXIT is the end; a connection that
+	/* On the channel (r->chan is set while its stream is read, before
+	 * on_chan): the agent's EXIT is the end; a connection that
 	 * ended without it leaves the command's fate open, as Podman's
 	 * "no pid" does (stop_command kills by tag meanwhile). */
-	if (r->on_chan) {
+	if (r->chan) {
 		rc = hutch__chan_state(r->chan);
 		return rc == HUTCH__CHAN_RUNS  ? EXEC_RUNS :
 		       rc == HUTCH__CHAN_ENDED ? EXEC_ENDED :
