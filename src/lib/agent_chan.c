@@ -1056,6 +1056,12 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 		hutch__chan_call_close(c);
 		return HUTCH__CHAN_UNAVAILABLE;
 	}
+	/* Stopped (cancel, deadline) before the whole request went: the
+	 * agent runs nothing on a part of one, and is told so at once, so
+	 * that the state asked next is the connection's end, not a command
+	 * that runs. */
+	if (!l->req_sent && !c->started)
+		shutdown(c->fd, SHUT_RDWR);
 	/* The request went: the command may have started even when the
 	 * connection broke before the agent said so. */
 	*streamed = c->started || l->req_sent;
@@ -1209,4 +1215,10 @@ int hutch__chan_probe(hutch_engine *e, const char *container, char *why,
 		return 0;
 	close(fd);
 	return 1;
+}
+
+int hutch_session_fast_path(hutch_session *s, char *why, size_t whysz,
+			    hutch_error **err)
+{
+	return hutch__chan_probe(s->engine, s->container, why, whysz, err);
 }
