@@ -948,6 +948,12 @@ static int stop_command(struct run *r, hutch_error **err)
 			return rc;
 		if (rc == 0)
 			return STOP_KILLED;
+		if (hutch__now_ms() >= give_up && r->chan)
+			return hutch__error_set(
+				err, HUTCH_EFAILED,
+				"the agent's channel says the command runs, "
+				"but its process was not found in %d s",
+				STOP_WAIT_MS / 1000);
 		if (hutch__now_ms() >= give_up)
 			return hutch__error_set(
 				err, HUTCH_EFAILED,
@@ -1087,7 +1093,10 @@ static int run_init(struct run *r, hutch_exec_result *res, hutch_session *s,
 	return 0;
 }
 
-/* Create the exec and read its stream, once; what it came to is in r->rc
+static int agent_first(struct run *r, hutch_error **err);
+
+/* Run the command once: on the agent's channel when it can be had, else
+ * create the exec and read its stream; what it came to is in r->rc
  * (r->lerr). */
 static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 {
@@ -1113,6 +1122,11 @@ static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 		r->rc = rc;
 		return;
 	}
+	/* The channel needs no look at the agent first: one it cannot
+	 * start is its refusal, before any input was read. */
+	r->rc = agent_first(r, &r->lerr);
+	if (r->rc < 0)
+		return;
 	r->rc = exec_create(r, spec, r->exec_id, sizeof(r->exec_id),
 			    "create exec", &r->lerr);
 	if (r->rc < 0)
@@ -1537,8 +1551,6 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 	int rc;
 
 	if ((rc = resolve_user(r, err)) < 0)
-		return rc;
-	if ((rc = agent_first(r, err)) < 0)
 		return rc;
 	if (agent_command(&cmd, r) < 0)
 		return hutch__error_oom(err);

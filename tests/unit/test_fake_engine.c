@@ -901,6 +901,8 @@ enum {
 	AGENT_SERVE,  /* speak the protocol: HELLO, STARTED, "hi\n", EXIT 0 */
 	AGENT_REFUSE, /* HELLO, then REFUSED (the agent is missing) */
 	AGENT_SILENT, /* HELLO, then only count what hutch sends */
+	AGENT_ECHO,   /* STARTED, stdin back as stdout until its end, EXIT 0 */
+	AGENT_VANISH, /* STARTED, "hi\n", then the connection ends: no EXIT */
 };
 
 struct fake_agent {
@@ -915,6 +917,8 @@ struct fake_agent {
 	long got; /* bytes hutch sent (AGENT_SILENT) */
 	char argv0[256];
 	uint32_t flags;
+	int stdin_end; /* STDIN_END came */
+	long echoed;
 	char container[1024]; /* the engine's inspection of the container */
 };
 
@@ -995,8 +999,28 @@ static void serve(struct fake_agent *a, int fd)
 	put_be32(pid, 4242);
 	put_be32(code, 0);
 	send_frame(fd, 0x11, pid, 4);
-	send_frame(fd, 1, "hi\n", 3);
-	send_frame(fd, 0x12, code, 4);
+	if (a->mode == AGENT_ECHO) {
+		/* Each STDIN frame back as stdout, in the same thread: hutch
+		 * must read the output while it still sends input. */
+		while (read_full(fd, head, 8) == 0) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				return;
+			if (head[0] == 0x22) {
+				a->stdin_end = 1;
+				break;
+			}
+			if (head[0] != 0x21 || send_frame(fd, 1, req, len) < 0)
+				return;
+			a->echoed += len;
+		}
+	} else {
+		send_frame(fd, 1, "hi\n", 3);
+	}
+	if (a->mode != AGENT_VANISH)
+		send_frame(fd, 0x12, code, 4);
 }
 
 static void *agent_thread(void *p)
@@ -1187,5 +1211,64 @@ Test(fake, channel_off_with_fast_path_0)
 	agent_stop();
 	cr_expect_eq(agent.conns, 0);
 	cr_expect_eq(fake_engine_count(fe, "GET", CONTAINER_PATH), 0, "log: %s",
+		     log_text());
+}
+
+/* Input goes as STDIN frames once the command started, then its end; the
+ * output comes back while input is still sent (1 MiB both ways, bounded
+ * buffers on both sides). */
+Test(fake, channel_input_and_output_flow)
+{
+	static struct script s;
+	static const char *const argv[] = { "cat" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	size_t n = MIB, len;
+	char *in = malloc(n);
+	const char *out;
+
+	cr_assert_not_null(in);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 26);
+	agent_start(AGENT_ECHO, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	o.argv = argv;
+	o.argc = 1;
+	o.capture = 1;
+	o.max_output = 2 * MIB;
+	o.timeout_ms = 20000;
+	o.input = in;
+	o.input_len = n;
+	cr_assert_eq(hutch_exec_run(&res, session, &o, &err), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &out, &len, NULL,
+				 NULL);
+	cr_expect_eq(len, n);
+	cr_expect(len == n && memcmp(out, in, n) == 0, "output differs");
+	agent_stop();
+	cr_expect_eq(agent.flags, 1, "flags %u: stdin, no terminal",
+		     agent.flags);
+	cr_expect(agent.stdin_end, "no STDIN_END");
+	cr_expect_eq(agent.echoed, (long)n);
+	free(in);
+}
+
+/* The connection ends after the command started, without its exit status
+ * (the agent's handler died): not taken for an exit, and with the
+ * container still there, an error that says what broke. */
+Test(fake, channel_end_without_exit_is_an_error)
+{
+	static struct script s;
+
+	agent_start(AGENT_VANISH, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_expect_lt(
+		run_cmd(), 0, "a result: %s",
+		res ? hutch_exec_status_name(hutch_exec_result_status(res)) :
+		      "-");
+	cr_expect(strstr(msg(), "exit status") != NULL, "%s", msg());
+	agent_stop();
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 0, "log: %s",
 		     log_text());
 }
