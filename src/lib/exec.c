@@ -819,10 +819,12 @@ static int kill_on_chan(struct run *r, const struct hutch__exec_spec *spec,
 
 	rc = hutch__chan_exec(r->s, spec, &stream, &call, &streamed,
 			      "kill on the agent's channel", err);
-	if (rc == 0)
-		rc = hutch__chan_wait_exit(call, INSPECT_WAIT_MS, code, err);
+	/* (HUTCH__CHAN_UNAVAILABLE and wait_exit's "got it" are both 1.) */
+	if (rc == 0 &&
+	    (rc = hutch__chan_wait_exit(call, INSPECT_WAIT_MS, code, err)) == 1)
+		rc = 0;
 	hutch__chan_call_close(call);
-	return rc == 1 ? 0 : rc;
+	return rc;
 }
 
 /* Run the agent's kill in a second exec: it finds the command's agent by
