@@ -130,10 +130,12 @@ int proc_find_supervisor(const char *id, pid_t *pid, unsigned long long *start);
 /*
  * confine.c: called in the child between fork and exec; from then on
  * neither the child nor anything it starts can signal @agent (nor its
- * process group @agent_pgrp, nor everything at once with kill -1) or
- * ptrace any process outside its own tree.  -1 when some of that could
- * not be set up (old kernel, engine profile); the command runs anyway.
+ * process group @agent_pgrp, nor everything at once with kill -1, nor
+ * @parent when > 1: the agent's own parent, a handler of PID 1's
+ * channel) or ptrace any process outside its own tree.  -1 when some of
+ * that could not be set up (old kernel, engine profile); the command
+ * runs anyway.
  */
-int confine_command(pid_t agent, pid_t agent_pgrp);
+int confine_command(pid_t agent, pid_t agent_pgrp, pid_t parent);
 
 #endif /* HUTCH_AGENT_H */
