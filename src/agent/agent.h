@@ -58,6 +58,9 @@ struct agent_chan_req {
 int agent_chan_listen(void);
 void agent_chan_accept(int lfd, int sfd);
 void agent_chan_reaped(pid_t pid);
+/* Whether the peer of @fd may use the channel: outside our pid
+ * namespace (pid 0) and the container's root. */
+bool agent_chan_peer_ok(int fd);
 /* Whether @argv0 may be run: HUTCH_AGENT_PATH or @bin_dir/hutch-agent-X
  * with no '/' nor ".." in X. */
 bool agent_chan_argv0_ok(const char *argv0, const char *bin_dir);

@@ -55,6 +55,10 @@
  * background process holding the pipes or terminal must not keep the
  * EXIT from hutch). */
 #define CHAN_DRAIN_MS 2000
+/* At the end, how long and how much of hutch's input is read and
+ * dropped so that it sees EOF, not ECONNRESET (linger_close). */
+#define CHAN_LINGER_MS 1000
+#define CHAN_LINGER_MAX (16u << 20)
 /* Accepted per wake-up of PID 1, so that signals are not starved. */
 #define CHAN_ACCEPT_BATCH 64
 
@@ -102,7 +106,7 @@ int agent_chan_listen(void)
 	/*
 	 * Mode 0666: hutch may connect as another uid than ours (rootless
 	 * Podman's user is the container's root, we may be any user).  Who
-	 * may actually talk is decided per connection (chan_peer_ok), not by
+	 * may actually talk is decided per connection (agent_chan_peer_ok), not by
 	 * the file's mode, which a command run as our user could change.
 	 */
 	old = umask(0111);
@@ -136,7 +140,7 @@ void agent_chan_reaped(pid_t pid)
  * at connect(), recorded by the kernel: nothing the peer sends can
  * change it.
  */
-static bool chan_peer_ok(int fd)
+bool agent_chan_peer_ok(int fd)
 {
 	struct ucred uc;
 	socklen_t len = sizeof(uc);
@@ -207,7 +211,7 @@ void agent_chan_accept(int lfd, int sfd)
 
 		if (fd < 0)
 			return; /* EAGAIN: all taken; anything else: next wake */
-		if (!chan_peer_ok(fd)) {
+		if (!agent_chan_peer_ok(fd)) {
 			/* Not hutch: closed without a byte read or sent. */
 			close(fd);
 			continue;
@@ -960,6 +964,39 @@ static void relay(struct handler *h)
 			 (uint32_t)exit_status(h->status));
 }
 
+/*
+ * Close the connection so that hutch reads all we sent, then EOF.  A unix
+ * socket closed with bytes it never read makes the peer's next read fail
+ * (ECONNRESET) instead of reporting EOF, and a refusal may come before
+ * the request's end was read.  So: our end of writing first, then what
+ * hutch still sends is read and dropped until it closes, for at most
+ * @ms and CHAN_LINGER_MAX bytes.
+ */
+static void linger_close(int conn, int ms)
+{
+	static char sink[4096];
+	struct timespec t0;
+	size_t total = 0;
+
+	shutdown(conn, SHUT_WR);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (total < CHAN_LINGER_MAX) {
+		struct pollfd pf = { conn, POLLIN, 0 };
+		long long left = ms - ms_since(&t0);
+		ssize_t n = recv(conn, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n > 0) {
+			total += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR) || left <= 0)
+			break;
+		if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR)
+			break;
+	}
+	close(conn);
+}
+
 int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 {
 	static struct handler h;
@@ -1033,6 +1070,6 @@ out:
 		close_fd(&h.in);
 	close_fd(&h.out[0]);
 	close_fd(&h.sfd);
-	close(conn);
+	linger_close(conn, h.host_gone ? 0 : CHAN_LINGER_MS);
 	return 0;
 }
