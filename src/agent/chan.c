@@ -183,16 +183,21 @@ static void put_head(unsigned char *p, unsigned char type, uint32_t len)
  * buffer cannot take these few bytes gets nothing (it is brand new). */
 static void refuse_busy_now(int fd, const char *why)
 {
-	unsigned char buf[HUTCH_CHAN_HEAD * 2 + 16 + 4 + 128];
-	size_t len = 0, wlen = strlen(why);
+	struct utsname u;
+	unsigned char
+		buf[HUTCH_CHAN_HEAD * 2 + 12 + sizeof(u.nodename) + 4 + 128];
+	size_t len = 0, wlen = strlen(why), hlen = 0;
 
 	if (wlen > 127)
 		wlen = 127;
-	put_head(buf, HUTCH_CHAN_HELLO, 12);
+	if (uname(&u) == 0)
+		hlen = strnlen(u.nodename, sizeof(u.nodename));
+	put_head(buf, HUTCH_CHAN_HELLO, (uint32_t)(12 + hlen));
 	put_u32(buf + 8, HUTCH_CHAN_VERSION);
 	put_u32(buf + 12, (uint32_t)getuid());
 	put_u32(buf + 16, (uint32_t)getgid());
-	len = 20;
+	memcpy(buf + 20, u.nodename, hlen);
+	len = 20 + hlen;
 	put_head(buf + len, HUTCH_CHAN_REFUSED, (uint32_t)(4 + wlen));
 	put_u32(buf + len + 8, HUTCH_CHAN_REFUSED_BUSY);
 	memcpy(buf + len + 12, why, wlen);
@@ -915,6 +920,7 @@ static void relay(struct handler *h)
 	for (;;) {
 		bool ended = h->child == 0;
 		int timeout = -1, np;
+		short cev;
 
 		if (ended) {
 			long long left = CHAN_DRAIN_MS - ms_since(&h->ended);
@@ -925,10 +931,13 @@ static void relay(struct handler *h)
 		}
 		np = 0;
 		p[np++] = (struct pollfd){ h->sfd, POLLIN, 0 };
-		p[np++] = (struct pollfd){ h->host_gone ? -1 : h->conn,
-					   (short)((h->olen ? POLLOUT : 0) |
-						   (h->ipending ? 0 : POLLIN)),
-					   0 };
+		/* Not at all while it has nothing to do: a hung-up peer's
+		 * POLLHUP would otherwise wake us for ever while a STDIN
+		 * frame waits for the process to read. */
+		cev = (short)((h->olen ? POLLOUT : 0) |
+			      (h->ipending ? 0 : POLLIN));
+		p[np++] = (struct pollfd){ h->host_gone || !cev ? -1 : h->conn,
+					   cev, 0 };
 		/* No reading while a frame waits to be sent. */
 		p[np++] =
 			(struct pollfd){ h->olen ? -1 : h->out[0], POLLIN, 0 };
@@ -1016,6 +1025,13 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 	 * SIGCHLD comes through a signalfd. */
 	reset_signals();
 	signal(SIGPIPE, SIG_IGN);
+	/* PID 1's 0..2 are the container's log and such; were one closed,
+	 * a pipe made below could take its number and be dup2()ed over in
+	 * the process.  Held open on /dev/null (the process gets its own). */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDWR) != fd)
+			goto out;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
