@@ -669,8 +669,7 @@ static int start_process(struct handler *h, const struct agent_chan_req *r)
 	while (n < 0 && errno == EINTR);
 	close_fd(&ep[0]);
 	if (n == sizeof(e)) {
-		/* It has exited 127 or is about to: reaped in the loop's
-		 * absence by the caller's waitpid. */
+		/* It exits (127) right after saying so: reaped here. */
 		waitpid(pid, NULL, 0);
 		h->child = 0;
 		close_fd(&master);
