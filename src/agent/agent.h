@@ -6,7 +6,8 @@
  * every command it runs ("run"), so that a timed-out or cancelled command can
  * be killed together with everything it left behind ("kill").  It also
  * runs the file tools ("fs"), the one place where workspace paths are
- * resolved.
+ * resolved.  As PID 1 it serves a channel (chan.c) through which hutch
+ * runs those commands without the engine's exec.
  *
  * It is linked statically and must work in any image, including ones with
  * no shell and no libc: it touches nothing in the image but /proc and

@@ -59,6 +59,8 @@
  * dropped so that it sees EOF, not ECONNRESET (linger_close). */
 #define CHAN_LINGER_MS 1000
 #define CHAN_LINGER_MAX (16u << 20)
+/* Frames from hutch handled per round of the handler's loop. */
+#define CHAN_FRAMES_A_ROUND 64
 /* Accepted per wake-up of PID 1, so that signals are not starved. */
 #define CHAN_ACCEPT_BATCH 64
 
@@ -839,10 +841,12 @@ static int on_frame(struct handler *h, unsigned char type)
 	}
 }
 
-/* Read from hutch what is there, up to the end of one frame. */
+/* Read from hutch what is there: at most CHAN_FRAMES_A_ROUND frames,
+ * and none after a STDIN frame that waits to be written, so that input
+ * never keeps the loop from the process's output. */
 static void pump_conn(struct handler *h)
 {
-	for (;;) {
+	for (int frames = 0; frames < CHAN_FRAMES_A_ROUND;) {
 		size_t want;
 		unsigned char *dst;
 		ssize_t n;
@@ -878,6 +882,7 @@ static void pump_conn(struct handler *h)
 		    h->ihave < HUTCH_CHAN_HEAD + (size_t)h->ilen)
 			continue;
 		h->ihave = 0;
+		frames++;
 		if (on_frame(h, h->ihead[0]) < 0) {
 			host_left(h);
 			return;
