@@ -6,7 +6,8 @@
  * every command it runs ("run"), so that a timed-out or cancelled command can
  * be killed together with everything it left behind ("kill").  It also
  * runs the file tools ("fs"), the one place where workspace paths are
- * resolved.
+ * resolved.  As PID 1 it serves a channel (chan.c) through which hutch
+ * runs those commands without the engine's exec.
  *
  * It is linked statically and must work in any image, including ones with
  * no shell and no libc: it touches nothing in the image but /proc and
@@ -58,6 +59,9 @@ struct agent_chan_req {
 int agent_chan_listen(void);
 void agent_chan_accept(int lfd, int sfd);
 void agent_chan_reaped(pid_t pid);
+/* Whether the peer of @fd may use the channel: outside our pid
+ * namespace (pid 0) and the container's root. */
+bool agent_chan_peer_ok(int fd);
 /* Whether @argv0 may be run: HUTCH_AGENT_PATH or @bin_dir/hutch-agent-X
  * with no '/' nor ".." in X. */
 bool agent_chan_argv0_ok(const char *argv0, const char *bin_dir);
@@ -130,10 +134,12 @@ int proc_find_supervisor(const char *id, pid_t *pid, unsigned long long *start);
 /*
  * confine.c: called in the child between fork and exec; from then on
  * neither the child nor anything it starts can signal @agent (nor its
- * process group @agent_pgrp, nor everything at once with kill -1) or
- * ptrace any process outside its own tree.  -1 when some of that could
- * not be set up (old kernel, engine profile); the command runs anyway.
+ * process group @agent_pgrp, nor everything at once with kill -1, nor
+ * @parent when > 1: the agent's own parent, a handler of PID 1's
+ * channel) or ptrace any process outside its own tree.  -1 when some of
+ * that could not be set up (old kernel, engine profile); the command
+ * runs anyway.
  */
-int confine_command(pid_t agent, pid_t agent_pgrp);
+int confine_command(pid_t agent, pid_t agent_pgrp, pid_t parent);
 
 #endif /* HUTCH_AGENT_H */

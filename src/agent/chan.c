@@ -55,6 +55,12 @@
  * background process holding the pipes or terminal must not keep the
  * EXIT from hutch). */
 #define CHAN_DRAIN_MS 2000
+/* At the end, how long and how much of hutch's input is read and
+ * dropped so that it sees EOF, not ECONNRESET (linger_close). */
+#define CHAN_LINGER_MS 1000
+#define CHAN_LINGER_MAX (16u << 20)
+/* Frames from hutch handled per round of the handler's loop. */
+#define CHAN_FRAMES_A_ROUND 64
 /* Accepted per wake-up of PID 1, so that signals are not starved. */
 #define CHAN_ACCEPT_BATCH 64
 
@@ -102,7 +108,7 @@ int agent_chan_listen(void)
 	/*
 	 * Mode 0666: hutch may connect as another uid than ours (rootless
 	 * Podman's user is the container's root, we may be any user).  Who
-	 * may actually talk is decided per connection (chan_peer_ok), not by
+	 * may actually talk is decided per connection (agent_chan_peer_ok), not by
 	 * the file's mode, which a command run as our user could change.
 	 */
 	old = umask(0111);
@@ -136,7 +142,7 @@ void agent_chan_reaped(pid_t pid)
  * at connect(), recorded by the kernel: nothing the peer sends can
  * change it.
  */
-static bool chan_peer_ok(int fd)
+bool agent_chan_peer_ok(int fd)
 {
 	struct ucred uc;
 	socklen_t len = sizeof(uc);
@@ -179,16 +185,21 @@ static void put_head(unsigned char *p, unsigned char type, uint32_t len)
  * buffer cannot take these few bytes gets nothing (it is brand new). */
 static void refuse_busy_now(int fd, const char *why)
 {
-	unsigned char buf[HUTCH_CHAN_HEAD * 2 + 16 + 4 + 128];
-	size_t len = 0, wlen = strlen(why);
+	struct utsname u;
+	unsigned char
+		buf[HUTCH_CHAN_HEAD * 2 + 12 + sizeof(u.nodename) + 4 + 128];
+	size_t len = 0, wlen = strlen(why), hlen = 0;
 
 	if (wlen > 127)
 		wlen = 127;
-	put_head(buf, HUTCH_CHAN_HELLO, 12);
+	if (uname(&u) == 0)
+		hlen = strnlen(u.nodename, sizeof(u.nodename));
+	put_head(buf, HUTCH_CHAN_HELLO, (uint32_t)(12 + hlen));
 	put_u32(buf + 8, HUTCH_CHAN_VERSION);
 	put_u32(buf + 12, (uint32_t)getuid());
 	put_u32(buf + 16, (uint32_t)getgid());
-	len = 20;
+	memcpy(buf + 20, u.nodename, hlen);
+	len = 20 + hlen;
 	put_head(buf + len, HUTCH_CHAN_REFUSED, (uint32_t)(4 + wlen));
 	put_u32(buf + len + 8, HUTCH_CHAN_REFUSED_BUSY);
 	memcpy(buf + len + 12, why, wlen);
@@ -207,7 +218,7 @@ void agent_chan_accept(int lfd, int sfd)
 
 		if (fd < 0)
 			return; /* EAGAIN: all taken; anything else: next wake */
-		if (!chan_peer_ok(fd)) {
+		if (!agent_chan_peer_ok(fd)) {
 			/* Not hutch: closed without a byte read or sent. */
 			close(fd);
 			continue;
@@ -660,8 +671,7 @@ static int start_process(struct handler *h, const struct agent_chan_req *r)
 	while (n < 0 && errno == EINTR);
 	close_fd(&ep[0]);
 	if (n == sizeof(e)) {
-		/* It has exited 127 or is about to: reaped in the loop's
-		 * absence by the caller's waitpid. */
+		/* It exits (127) right after saying so: reaped here. */
 		waitpid(pid, NULL, 0);
 		h->child = 0;
 		close_fd(&master);
@@ -831,10 +841,12 @@ static int on_frame(struct handler *h, unsigned char type)
 	}
 }
 
-/* Read from hutch what is there, up to the end of one frame. */
+/* Read from hutch what is there: at most CHAN_FRAMES_A_ROUND frames,
+ * and none after a STDIN frame that waits to be written, so that input
+ * never keeps the loop from the process's output. */
 static void pump_conn(struct handler *h)
 {
-	for (;;) {
+	for (int frames = 0; frames < CHAN_FRAMES_A_ROUND;) {
 		size_t want;
 		unsigned char *dst;
 		ssize_t n;
@@ -870,6 +882,7 @@ static void pump_conn(struct handler *h)
 		    h->ihave < HUTCH_CHAN_HEAD + (size_t)h->ilen)
 			continue;
 		h->ihave = 0;
+		frames++;
 		if (on_frame(h, h->ihead[0]) < 0) {
 			host_left(h);
 			return;
@@ -911,6 +924,7 @@ static void relay(struct handler *h)
 	for (;;) {
 		bool ended = h->child == 0;
 		int timeout = -1, np;
+		short cev;
 
 		if (ended) {
 			long long left = CHAN_DRAIN_MS - ms_since(&h->ended);
@@ -921,10 +935,13 @@ static void relay(struct handler *h)
 		}
 		np = 0;
 		p[np++] = (struct pollfd){ h->sfd, POLLIN, 0 };
-		p[np++] = (struct pollfd){ h->host_gone ? -1 : h->conn,
-					   (short)((h->olen ? POLLOUT : 0) |
-						   (h->ipending ? 0 : POLLIN)),
-					   0 };
+		/* Not at all while it has nothing to do: a hung-up peer's
+		 * POLLHUP would otherwise wake us for ever while a STDIN
+		 * frame waits for the process to read. */
+		cev = (short)((h->olen ? POLLOUT : 0) |
+			      (h->ipending ? 0 : POLLIN));
+		p[np++] = (struct pollfd){ h->host_gone || !cev ? -1 : h->conn,
+					   cev, 0 };
 		/* No reading while a frame waits to be sent. */
 		p[np++] =
 			(struct pollfd){ h->olen ? -1 : h->out[0], POLLIN, 0 };
@@ -960,6 +977,39 @@ static void relay(struct handler *h)
 			 (uint32_t)exit_status(h->status));
 }
 
+/*
+ * Close the connection so that hutch reads all we sent, then EOF.  A unix
+ * socket closed with bytes it never read makes the peer's next read fail
+ * (ECONNRESET) instead of reporting EOF, and a refusal may come before
+ * the request's end was read.  So: our end of writing first, then what
+ * hutch still sends is read and dropped until it closes, for at most
+ * @ms and CHAN_LINGER_MAX bytes.
+ */
+static void linger_close(int conn, int ms)
+{
+	static char sink[4096];
+	struct timespec t0;
+	size_t total = 0;
+
+	shutdown(conn, SHUT_WR);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (total < CHAN_LINGER_MAX) {
+		struct pollfd pf = { conn, POLLIN, 0 };
+		long long left = ms - ms_since(&t0);
+		ssize_t n = recv(conn, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n > 0) {
+			total += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR) || left <= 0)
+			break;
+		if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR)
+			break;
+	}
+	close(conn);
+}
+
 int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 {
 	static struct handler h;
@@ -979,6 +1029,13 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 	 * SIGCHLD comes through a signalfd. */
 	reset_signals();
 	signal(SIGPIPE, SIG_IGN);
+	/* PID 1's 0..2 are the container's log and such; were one closed,
+	 * a pipe made below could take its number and be dup2()ed over in
+	 * the process.  Held open on /dev/null (the process gets its own). */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDWR) != fd)
+			goto out;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
@@ -1033,6 +1090,6 @@ out:
 		close_fd(&h.in);
 	close_fd(&h.out[0]);
 	close_fd(&h.sfd);
-	close(conn);
+	linger_close(conn, h.host_gone ? 0 : CHAN_LINGER_MS);
 	return 0;
 }

@@ -428,7 +428,7 @@ static void take_terminal(void)
 }
 
 static void __attribute__((noreturn))
-child_exec(char **argv, pid_t agent, pid_t agent_pgrp, bool tty,
+child_exec(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent, bool tty,
 	   const struct relay *rl)
 {
 	sigset_t none;
@@ -455,8 +455,12 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp, bool tty,
 	 * alive, a subreaper, for as long as the command runs, so all it
 	 * starts stays in our tree for the deadline and "kill" to find.
 	 * Failure (old kernel) is not fatal: the command runs as before.
+	 * Nor our parent: started through PID 1's channel, that is the
+	 * handler (chan.c), and "kill" finds us by it (proctree.c); killed,
+	 * it would leave us to PID 1, out of reach of a timeout.  (Started
+	 * by the engine's exec, our parent has no pid here: 0.)
 	 */
-	confine_command(agent, agent_pgrp);
+	confine_command(agent, agent_pgrp, parent);
 	for (sig = 1; sig < NSIG; sig++)
 		agent_default_signal(sig);
 	/*
@@ -838,7 +842,7 @@ int agent_run(int argc, char **argv)
 	struct timespec deadline = { 0 };
 	struct relay rl = { { -1, -1 }, { -1, -1 } };
 	sigset_t set;
-	pid_t child, self, pgrp;
+	pid_t child, self, pgrp, parent;
 	long long ooms;
 	int code, sfd;
 
@@ -917,13 +921,14 @@ int agent_run(int argc, char **argv)
 	ooms = oom_kills();
 	self = getpid();
 	pgrp = getpgrp();
+	parent = getppid();
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
-		child_exec(o.argv, self, pgrp, o.tty, &rl);
+		child_exec(o.argv, self, pgrp, parent, o.tty, &rl);
 	if (o.tty && tcgetsid(STDIN_FILENO) == getsid(0)) {
 		/* The other half of take_terminal(). */
 		setpgid(child, child);
