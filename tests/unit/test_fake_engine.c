@@ -903,6 +903,7 @@ enum {
 	AGENT_SILENT, /* HELLO, then only count what hutch sends */
 	AGENT_ECHO,   /* STARTED, stdin back as stdout until its end, EXIT 0 */
 	AGENT_VANISH, /* STARTED, "hi\n", then the connection ends: no EXIT */
+	AGENT_TTY,    /* STARTED, the first frames seen, "ok", EXIT 0 */
 };
 
 struct fake_agent {
@@ -919,6 +920,9 @@ struct fake_agent {
 	uint32_t flags;
 	int stdin_end; /* STDIN_END came */
 	long echoed;
+	int first, second; /* AGENT_TTY: the types of the first frames */
+	unsigned int rows, cols;
+	char input[16];
 	char container[1024]; /* the engine's inspection of the container */
 };
 
@@ -1016,6 +1020,42 @@ static void serve(struct fake_agent *a, int fd)
 				return;
 			a->echoed += len;
 		}
+	} else if (a->mode == AGENT_TTY) {
+		/* The terminal's size, then the input. */
+		for (int i = 0; i < 2 && read_full(fd, head, 8) == 0; i++) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				return;
+			if (i == 0)
+				a->first = head[0];
+			else
+				a->second = head[0];
+			if (head[0] == 0x23 && len == 4) {
+				a->rows = (unsigned char)req[0] << 8 |
+					  (unsigned char)req[1];
+				a->cols = (unsigned char)req[2] << 8 |
+					  (unsigned char)req[3];
+			} else if (head[0] == 0x21) {
+				snprintf(a->input, sizeof(a->input), "%.*s",
+					 (int)len, req);
+			}
+		}
+		send_frame(fd, 1, "ok", 2);
+		send_frame(fd, 0x12, code, 4);
+		/* Whatever else hutch sends, to its close: no end of file
+		 * is sent to a terminal. */
+		while (read_full(fd, head, 8) == 0) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (head[0] == 0x22)
+				a->stdin_end = 1;
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				break;
+		}
+		return;
 	} else {
 		send_frame(fd, 1, "hi\n", 3);
 	}
@@ -1271,4 +1311,53 @@ Test(fake, channel_end_without_exit_is_an_error)
 	agent_stop();
 	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 0, "log: %s",
 		     log_text());
+}
+
+static int size_33x101(unsigned short *rows, unsigned short *cols, void *p)
+{
+	(void)p;
+	*rows = 33;
+	*cols = 101;
+	return 0;
+}
+
+/* With a terminal: its size goes first, before any input; the output is
+ * the terminal's raw bytes (no frame head reaches the caller); no end of
+ * file is sent. */
+Test(fake, channel_terminal_size_before_input)
+{
+	static struct script s;
+	static const char *const argv[] = { "sh" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	const char *out;
+	size_t len;
+
+	agent_start(AGENT_TTY, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	o.argv = argv;
+	o.argc = 1;
+	o.capture = 1;
+	o.timeout_ms = 20000;
+	o.tty = 1;
+	o.tty_size = size_33x101;
+	o.input = "x";
+	o.input_len = 1;
+	cr_assert_eq(hutch_exec_run(&res, session, &o, &err), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &out, &len, NULL,
+				 NULL);
+	cr_expect_eq(len, 2);
+	cr_expect_str_eq(out, "ok");
+	agent_stop();
+	cr_expect_eq(agent.flags, 3, "flags %u: stdin and a terminal",
+		     agent.flags);
+	cr_expect_eq(agent.first, 0x23, "first frame 0x%x, not RESIZE",
+		     agent.first);
+	cr_expect_eq(agent.rows, 33);
+	cr_expect_eq(agent.cols, 101);
+	cr_expect_eq(agent.second, 0x21, "second frame 0x%x, not STDIN",
+		     agent.second);
+	cr_expect_str_eq(agent.input, "x");
+	cr_expect(!agent.stdin_end, "STDIN_END sent to a terminal");
 }
