@@ -168,6 +168,15 @@ int hutch_exec_result_retried(const hutch_exec_result *res);
  * command that prints the line itself mislabels only its own result.
  */
 int hutch_exec_result_oom(const hutch_exec_result *res);
+/*
+ * How the command went: "agent" when it ran through the session agent's
+ * own channel (its socket on the session's system volume, reached on the
+ * engine's host: local engines only), "engine" when through the engine's
+ * exec API, which every command falls back to when the channel cannot be
+ * had (HUTCH_FAST_PATH=0 in the environment turns it off).  A static
+ * string.
+ */
+const char *hutch_exec_result_path(const hutch_exec_result *res);
 
 /*
  * Captured output of one stream.  `*data` is borrowed (NUL-terminated for

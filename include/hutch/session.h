@@ -193,6 +193,18 @@ typedef struct {
 int hutch_session_inspect(hutch_session_info **out, hutch_session *session,
 			  hutch_error **err);
 
+/*
+ * Whether commands in `session` take the fast path now: the session agent's
+ * own socket on the session's system volume, reached on the engine's host
+ * (see HUTCH_FAST_PATH in hutch(1)).  1 when the socket was found and its
+ * listener checked to be the container's PID 1 (the agent said HELLO); 0
+ * when not, with the reason in `why` (the fast path is off, the engine is
+ * not on a unix socket, the container does not run, no socket: an agent of
+ * an older hutch, or the check that failed).  Runs nothing, makes nothing.
+ */
+int hutch_session_fast_path(hutch_session *session, char *why, size_t whysz,
+			    hutch_error **err);
+
 /* Every session on the engine, sorted by name.  `*out` is an array of
  * `*count` entries belonging to the caller (hutch_session_info_array_free). */
 int hutch_session_list(hutch_session_info **out, size_t *count,

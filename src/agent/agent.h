@@ -6,7 +6,8 @@
  * every command it runs ("run"), so that a timed-out or cancelled command can
  * be killed together with everything it left behind ("kill").  It also
  * runs the file tools ("fs"), the one place where workspace paths are
- * resolved.
+ * resolved.  As PID 1 it serves a channel (chan.c) through which hutch
+ * runs those commands without the engine's exec.
  *
  * It is linked statically and must work in any image, including ones with
  * no shell and no libc: it touches nothing in the image but /proc and
@@ -39,6 +40,39 @@ bool agent_argv0_ok(const char *argv0);
  * will start.  0, or -errno when the kernel refused it.
  */
 int agent_seccomp_install(void);
+
+/*
+ * chan.c: the agent's channel (doc/agent-protocol.md, "The channel").
+ * PID 1 calls agent_chan_listen() once (the listening fd, or -1: no
+ * channel), agent_chan_accept() when it is readable (each connection
+ * from hutch gets a forked handler; @sfd is PID 1's signalfd, closed in
+ * the handler) and agent_chan_reaped() for every child it reaps.
+ */
+#define AGENT_CHAN_HANDLERS_MAX 256
+#define AGENT_CHAN_REQ_TIMEOUT_MS 10000
+struct agent_chan_req {
+	unsigned int flags;	   /* HUTCH_CHAN_F_* */
+	unsigned short rows, cols; /* the terminal's size (F_TTY) */
+	unsigned int argc, envc;
+	char **argv, **env; /* NULL-terminated, into the request's bytes */
+};
+int agent_chan_listen(void);
+void agent_chan_accept(int lfd, int sfd);
+void agent_chan_reaped(pid_t pid);
+/* Whether the peer of @fd may use the channel: outside our pid
+ * namespace (pid 0) and the container's root. */
+bool agent_chan_peer_ok(int fd);
+/* Whether @argv0 may be run: HUTCH_AGENT_PATH or @bin_dir/hutch-agent-X
+ * with no '/' nor ".." in X. */
+bool agent_chan_argv0_ok(const char *argv0, const char *bin_dir);
+/* Parse and check a REQ payload: 0 with *@r (free with
+ * agent_chan_req_free; its strings point into @p), or -1 with *@why. */
+int agent_chan_parse_req(const char *p, size_t len, const char *bin_dir,
+			 struct agent_chan_req *r, const char **why);
+void agent_chan_req_free(struct agent_chan_req *r);
+/* A handler: serve one connection to its end, then close it.  Runs only
+ * agents under @bin_dir (HUTCH_AGENT_BIN_DIR; tests pass their own). */
+int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms);
 
 /* Subcommands: argv[0] is the subcommand name; return the exit code. */
 int agent_sleep(int argc, char **argv);
@@ -100,10 +134,12 @@ int proc_find_supervisor(const char *id, pid_t *pid, unsigned long long *start);
 /*
  * confine.c: called in the child between fork and exec; from then on
  * neither the child nor anything it starts can signal @agent (nor its
- * process group @agent_pgrp, nor everything at once with kill -1) or
- * ptrace any process outside its own tree.  -1 when some of that could
- * not be set up (old kernel, engine profile); the command runs anyway.
+ * process group @agent_pgrp, nor everything at once with kill -1, nor
+ * @parent when > 1: the agent's own parent, a handler of PID 1's
+ * channel) or ptrace any process outside its own tree.  -1 when some of
+ * that could not be set up (old kernel, engine profile); the command
+ * runs anyway.
  */
-int confine_command(pid_t agent, pid_t agent_pgrp);
+int confine_command(pid_t agent, pid_t agent_pgrp, pid_t parent);
 
 #endif /* HUTCH_AGENT_H */

@@ -181,20 +181,25 @@ static void block_ioctl_setown(struct prog *p, long nr)
  * before 5.1, so programs fall back to kill().
  */
 static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
-			 bool x32, pid_t agent, pid_t pgrp)
+			 bool x32, pid_t agent, pid_t pgrp, pid_t parent)
 {
-	uint32_t kill_v[3], one[1], own_v[2];
-	int nkill = 0, nown = 0;
+	uint32_t kill_v[4], one[2], own_v[3];
+	int nkill = 0, nown = 0, none = 0;
 	unsigned int start, jump_at;
 
 	kill_v[nkill++] = (uint32_t)agent;
 	kill_v[nkill++] = (uint32_t)-1;
 	own_v[nown++] = (uint32_t)agent;
+	one[none++] = (uint32_t)agent;
 	if (pgrp > 1) {
 		kill_v[nkill++] = (uint32_t)-pgrp;
 		own_v[nown++] = (uint32_t)-pgrp;
 	}
-	one[0] = (uint32_t)agent;
+	if (parent > 1) {
+		kill_v[nkill++] = (uint32_t)parent;
+		own_v[nown++] = (uint32_t)parent;
+		one[none++] = (uint32_t)parent;
+	}
 
 	load(p, offsetof(struct seccomp_data, arch));
 	jump_at = p->n;
@@ -208,11 +213,11 @@ static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
 		put(p, BPF_RET | BPF_K, RET_ERRNO(ENOSYS), 0, 0);
 	}
 	block_targets(p, n->kill, 1, kill_v, nkill);
-	block_targets(p, n->tkill, 1, one, 1);
-	block_targets(p, n->tgkill, 2, one, 1);
-	block_targets(p, n->sigqueue, 1, one, 1);
-	block_targets(p, n->tgsigqueue, 2, one, 1);
-	block_targets(p, n->prlimit, 1, one, 1);
+	block_targets(p, n->tkill, 1, one, none);
+	block_targets(p, n->tgkill, 2, one, none);
+	block_targets(p, n->sigqueue, 1, one, none);
+	block_targets(p, n->tgsigqueue, 2, one, none);
+	block_targets(p, n->prlimit, 1, one, none);
 	block_all(p, n->pidfd_signal, ENOSYS);
 	block_setown(p, n->fcntl, own_v, nown);
 	block_setown(p, n->fcntl64, own_v, nown);
@@ -226,7 +231,7 @@ static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
 		p->f[jump_at].jf = (uint8_t)(p->n - start);
 }
 
-static int install_filter(pid_t agent, pid_t pgrp)
+static int install_filter(pid_t agent, pid_t pgrp, pid_t parent)
 {
 	static const struct nrs native = {
 		SYS_kill,
@@ -259,10 +264,10 @@ static int install_filter(pid_t agent, pid_t pgrp)
 
 	memset(&p, 0, sizeof(p));
 #ifdef __x86_64__
-	arch_section(&p, NATIVE_ARCH, &native, true, agent, pgrp);
-	arch_section(&p, AUDIT_ARCH_I386, &i386, false, agent, pgrp);
+	arch_section(&p, NATIVE_ARCH, &native, true, agent, pgrp, parent);
+	arch_section(&p, AUDIT_ARCH_I386, &i386, false, agent, pgrp, parent);
 #else
-	arch_section(&p, NATIVE_ARCH, &native, false, agent, pgrp);
+	arch_section(&p, NATIVE_ARCH, &native, false, agent, pgrp, parent);
 #endif
 	/* Any other arch (arm32 under arm64...): its numbers are not
 	 * mapped here, so none of its calls run. */
@@ -307,7 +312,7 @@ static int enter_domain(void)
 	return ret;
 }
 
-int confine_command(pid_t agent, pid_t agent_pgrp)
+int confine_command(pid_t agent, pid_t agent_pgrp, pid_t parent)
 {
 	int ret = 0;
 
@@ -320,7 +325,7 @@ int confine_command(pid_t agent, pid_t agent_pgrp)
 	 */
 	if (enter_domain() < 0)
 		ret = -1;
-	if (install_filter(agent, agent_pgrp) < 0)
+	if (install_filter(agent, agent_pgrp, parent) < 0)
 		ret = -1;
 	return ret;
 }

@@ -21,7 +21,9 @@ struct command {
 
 static const struct command commands[] = {
 	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "",
-	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point)", true },
+	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point); "
+	  "serve hutch's channel (" HUTCH_CHAN_PATH ")",
+	  true },
 	{ HUTCH_AGENT_CMD_RUN, agent_run,
 	  "--tag TAG [--deadline-ms N] [--kill-leftovers] -- ARGV...",
 	  "run ARGV, keep its orphans until it exits (kill them then with "

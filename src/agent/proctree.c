@@ -507,6 +507,25 @@ static bool is_agent(const char *buf, size_t len, const char *tag)
 	return true;
 }
 
+/*
+ * A handler of PID 1's channel: a child of PID 1 in session 1.  PID 1
+ * serves the channel only when it leads session 1 (run.c), its only
+ * children in that session are its handlers, and the processes a
+ * handler starts take a session of their own before they execve.
+ * Nothing else can ever join session 1 (setsid makes a new session, and
+ * setpgid moves only within one's own), so no process of the sandbox,
+ * orphans re-parented to PID 1 included, passes.  Read after the
+ * agent's own stat: a handler that ended meanwhile and whose pid was
+ * reused is, if it passes, another handler.
+ */
+static bool is_chan_handler(pid_t pid)
+{
+	struct proc p;
+
+	return pid > 1 && read_stat(pid, &p) == 0 && p.live && p.ppid == 1 &&
+	       p.sid == 1;
+}
+
 static int find_one(pid_t pid, void *arg)
 {
 	static char buf[CMDLINE_MAX];
@@ -522,12 +541,13 @@ static int find_one(pid_t pid, void *arg)
 		return 0;
 	/*
 	 * Started by the engine's exec, from outside our pid namespace, so
-	 * its parent has no pid here.  Nothing a command starts can have
-	 * that: a decoy with the same command line (the tag is in every
-	 * agent's /proc/PID/cmdline) and a lower pid would otherwise be
-	 * found, and killed, instead of the agent.
+	 * its parent has no pid here, or by the channel (chan.c), so its
+	 * parent is one of PID 1's handlers.  Nothing a command starts can
+	 * have either: a decoy with the same command line (the tag is in
+	 * every agent's /proc/PID/cmdline) and a lower pid would otherwise
+	 * be found, and killed, instead of the agent.
 	 */
-	if (f->agent.ppid != 0)
+	if (f->agent.ppid != 0 && !is_chan_handler(f->agent.ppid))
 		return 0;
 	/*
 	 * Stop at the first match: tags are unique, and /proc lists pids in

@@ -60,8 +60,11 @@ void agent_default_signal(int sig)
 
 static void reap_all(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	pid_t pid;
+
+	/* Orphans of the container, and the channel's ended handlers. */
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		agent_chan_reaped(pid);
 }
 
 /*
@@ -76,16 +79,89 @@ static void reap_all(void)
  * SIGIO or F_SETSIG signal of an fd it pointed at us with F_SETOWN, has
  * an si_code of its own (POLL_IN, SI_KERNEL...).
  */
-static bool from_engine(const siginfo_t *info)
+static bool from_engine(int code, pid_t pid)
 {
-	return info->si_code == SI_USER && info->si_pid == 0;
+	return code == SI_USER && pid == 0;
+}
+
+/* One signal taken from the blocked set: 1 to go on, 0 to end. */
+static int on_signal(int sig, int code, pid_t pid)
+{
+	/*
+	 * As the container's init, "kill 1" from a command must not stop
+	 * the sandbox: only the engine (from outside) may.  The kernel
+	 * already drops SIGKILL and SIGSTOP sent to a namespace's init from
+	 * within it.
+	 */
+	if (sig != SIGCHLD && getpid() == 1 && !from_engine(code, pid))
+		return 1;
+	if (sig != SIGCHLD)
+		return 0;
+	/* Only as pid 1 do we have children: orphans of the container,
+	 * and the channel's handlers. */
+	reap_all();
+	return 1;
+}
+
+/* Without the channel: wait for the signals alone. */
+static int sleep_signals(const sigset_t *set)
+{
+	siginfo_t info;
+	int sig;
+
+	for (;;) {
+		sig = sigwaitinfo(set, &info);
+		if (sig < 0) {
+			if (errno == EINTR) /* e.g. after SIGSTOP/SIGCONT */
+				continue;
+			agent_err("sigwaitinfo: %m");
+			return HUTCH_AGENT_EXIT_FAIL;
+		}
+		if (!on_signal(sig, info.si_code, info.si_pid))
+			return 0;
+	}
+}
+
+/*
+ * With the channel: one poll() on the signals (a signalfd of the same
+ * blocked set, so nothing changes for them) and the listening socket.
+ * Accepting never blocks and each connection is forked off at once
+ * (chan.c): no peer can hold PID 1 here.
+ */
+static int sleep_serving(const sigset_t *set, int lfd)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p[2];
+	int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	if (sfd < 0) {
+		agent_err("channel: signalfd: %m (no channel)");
+		close(lfd);
+		return sleep_signals(set);
+	}
+	for (;;) {
+		p[0] = (struct pollfd){ sfd, POLLIN, 0 };
+		p[1] = (struct pollfd){ lfd, POLLIN, 0 };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			agent_err("poll: %m");
+			return HUTCH_AGENT_EXIT_FAIL;
+		}
+		if (p[0].revents)
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				if (!on_signal((int)si.ssi_signo, si.ssi_code,
+					       (pid_t)si.ssi_pid))
+					return 0;
+		if (p[1].revents)
+			agent_chan_accept(lfd, sfd);
+	}
 }
 
 int agent_sleep(int argc, char **argv)
 {
 	sigset_t set;
-	siginfo_t info;
-	int sig;
+	int lfd = -1;
 
 	if (argc != 1) {
 		agent_err("usage: hutch-agent sleep");
@@ -110,30 +186,18 @@ int agent_sleep(int argc, char **argv)
 	/*
 	 * Commands run as the same user as we do.  Not dumpable, so they
 	 * cannot ptrace us (that takes CAP_SYS_PTRACE, which they lack) nor
-	 * write our /proc/1/mem.
+	 * write our /proc/1/mem.  The channel's handlers inherit it.
 	 */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	for (;;) {
-		sig = sigwaitinfo(&set, &info);
-		if (sig < 0) {
-			if (errno == EINTR) /* e.g. after SIGSTOP/SIGCONT */
-				continue;
-			agent_err("sigwaitinfo: %m");
-			return HUTCH_AGENT_EXIT_FAIL;
-		}
-		/*
-		 * As the container's init, "kill 1" from a command must not
-		 * stop the sandbox: only the engine (from outside) may.  The
-		 * kernel already drops SIGKILL and SIGSTOP sent to a
-		 * namespace's init from within it.
-		 */
-		if (sig != SIGCHLD && getpid() == 1 && !from_engine(&info))
-			continue;
-		if (sig != SIGCHLD)
-			return 0;
-		/* Only as pid 1 do we have children: orphans of the container. */
-		reap_all();
-	}
+	/*
+	 * The channel only as the container's init leading its session
+	 * (runc and crun make it so): "kill" tells the channel's handlers
+	 * from the sandbox's processes by their being in session 1, where
+	 * nothing but us and them can be (proctree.c).
+	 */
+	if (getpid() == 1 && getsid(0) == 1)
+		lfd = agent_chan_listen();
+	return lfd >= 0 ? sleep_serving(&set, lfd) : sleep_signals(&set);
 }
 
 /* "ROWSxCOLS", each 1..65535: 0, or -1. */
@@ -364,7 +428,7 @@ static void take_terminal(void)
 }
 
 static void __attribute__((noreturn))
-child_exec(char **argv, pid_t agent, pid_t agent_pgrp, bool tty,
+child_exec(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent, bool tty,
 	   const struct relay *rl)
 {
 	sigset_t none;
@@ -391,8 +455,12 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp, bool tty,
 	 * alive, a subreaper, for as long as the command runs, so all it
 	 * starts stays in our tree for the deadline and "kill" to find.
 	 * Failure (old kernel) is not fatal: the command runs as before.
+	 * Nor our parent: started through PID 1's channel, that is the
+	 * handler (chan.c), and "kill" finds us by it (proctree.c); killed,
+	 * it would leave us to PID 1, out of reach of a timeout.  (Started
+	 * by the engine's exec, our parent has no pid here: 0.)
 	 */
-	confine_command(agent, agent_pgrp);
+	confine_command(agent, agent_pgrp, parent);
 	for (sig = 1; sig < NSIG; sig++)
 		agent_default_signal(sig);
 	/*
@@ -774,7 +842,7 @@ int agent_run(int argc, char **argv)
 	struct timespec deadline = { 0 };
 	struct relay rl = { { -1, -1 }, { -1, -1 } };
 	sigset_t set;
-	pid_t child, self, pgrp;
+	pid_t child, self, pgrp, parent;
 	long long ooms;
 	int code, sfd;
 
@@ -853,13 +921,14 @@ int agent_run(int argc, char **argv)
 	ooms = oom_kills();
 	self = getpid();
 	pgrp = getpgrp();
+	parent = getppid();
 	child = fork();
 	if (child < 0) {
 		agent_err("fork: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (child == 0)
-		child_exec(o.argv, self, pgrp, o.tty, &rl);
+		child_exec(o.argv, self, pgrp, parent, o.tty, &rl);
 	if (o.tty && tcgetsid(STDIN_FILENO) == getsid(0)) {
 		/* The other half of take_terminal(). */
 		setpgid(child, child);

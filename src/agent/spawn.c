@@ -415,7 +415,7 @@ command_child(char **argv, int out, int err, int errpipe, pid_t sup)
 	close(err);
 	/* As under "run": from here nothing the command starts can signal
 	 * the supervisor (nor its group) or ptrace out of its tree. */
-	confine_command(sup, sup);
+	confine_command(sup, sup, 0);
 	for (sig = 1; sig < NSIG; sig++)
 		agent_default_signal(sig);
 	sigemptyset(&none);

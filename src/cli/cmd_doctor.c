@@ -94,6 +94,79 @@ static int image_check(json_object *report, json_object *problems,
 	return have_image;
 }
 
+/*
+ * Whether commands can take the fast path (the session agent's own socket)
+ * with this engine.  Said as what was checked: the channel of a running
+ * session of this hutch when there is one, else only what the engine's
+ * URL allows.  Never a problem: the engine's exec is always there.
+ */
+static void fast_path_check(json_object *report, hutch_engine *engine)
+{
+	hutch_session_info *infos = NULL;
+	hutch_session *s = NULL;
+	hutch_error *err = NULL;
+	const char *name = NULL, *env = getenv("HUTCH_FAST_PATH");
+	char why[256], detail[512];
+	size_t n = 0;
+	int ok = -1;
+
+	if (env && strcmp(env, "0") == 0) {
+		snprintf(detail, sizeof(detail), "off (HUTCH_FAST_PATH=0)");
+		ok = 0;
+		goto out;
+	}
+	if (strncmp(hutch_engine_url(engine), "unix://", 7) != 0) {
+		snprintf(detail, sizeof(detail),
+			 "no: the engine is not on a unix socket of this host");
+		ok = 0;
+		goto out;
+	}
+	/* A session of this hutch that runs: its agent serves the socket. */
+	if (hutch_session_list(&infos, &n, engine, &err) == 0)
+		for (size_t i = 0; i < n && !name; i++)
+			if (infos[i].state &&
+			    strcmp(infos[i].state, "running") == 0 &&
+			    infos[i].hutch_version &&
+			    strcmp(infos[i].hutch_version, hutch_version()) ==
+				    0)
+				name = infos[i].name;
+	hutch_error_free(err);
+	err = NULL;
+	if (!name) {
+		snprintf(
+			detail, sizeof(detail),
+			"not checked: no running session of this hutch to try; "
+			"available for local engines (unix socket)");
+		goto out;
+	}
+	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {
+		snprintf(detail, sizeof(detail), "not checked: %s",
+			 hutch_error_message(err));
+		goto out;
+	}
+	ok = hutch_session_fast_path(s, why, sizeof(why), &err);
+	if (ok < 0)
+		snprintf(detail, sizeof(detail), "not checked: %s",
+			 hutch_error_message(err));
+	else if (ok)
+		snprintf(detail, sizeof(detail),
+			 "yes: session '%s' answered on its agent's socket, "
+			 "its listener checked to be the container's PID 1",
+			 name);
+	else
+		snprintf(detail, sizeof(detail),
+			 "no: session '%s': %s; commands use the engine's exec",
+			 name, why);
+out:
+	json_object_object_add(report, "fast_path",
+			       ok < 0 ? NULL : json_object_new_boolean(ok));
+	json_object_object_add(report, "fast_path_detail",
+			       json_object_new_string(detail));
+	hutch_session_free(s);
+	hutch_error_free(err);
+	hutch_session_info_array_free(infos, n);
+}
+
 /* The report for a person. */
 static void print_report(json_object *report, json_object *problems,
 			 hutch_engine *engine, const hutch_engine_info *info,
@@ -118,6 +191,8 @@ static void print_report(json_object *report, json_object *problems,
 	if (have_image >= 0)
 		printf("image          %s: %s\n", image,
 		       have_image ? "present" : "missing");
+	if (json_object_object_get_ex(report, "fast_path_detail", &v))
+		printf("fast path      %s\n", json_object_get_string(v));
 	for (size_t i = 0; i < json_object_array_length(problems); i++)
 		printf("problem        %s\n",
 		       json_object_get_string(
@@ -170,6 +245,7 @@ static int doctor_one(hutch_engine *engine, hutch_error *open_err,
 	}
 	engine_facts(report, problems, engine, info);
 	have_image = image_check(report, problems, engine, image);
+	fast_path_check(report, engine);
 report:
 	json_object_object_add(report, "ok",
 			       json_object_new_boolean(json_object_array_length(

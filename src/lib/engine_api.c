@@ -5,6 +5,7 @@
  * images and the engine itself is spelled here, and every answer field the
  * callers need is read from where the engines put it.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "../shared/agent_protocol.h"
 
 /* ---- the generic JSON call ------------------------------------------------ */
 
@@ -323,6 +325,70 @@ int hutch__api_container_find(hutch_engine *e, const char *container,
 			      hutch_error **err)
 {
 	return get_on(e, "/containers/", container, "/json", 1, out, what, err);
+}
+
+/* The string at obj.a.b, or NULL. */
+static const char *string_at(json_object *obj, const char *a, const char *b)
+{
+	json_object *v;
+
+	if (!obj || !json_object_object_get_ex(obj, a, &v) ||
+	    (b && !json_object_object_get_ex(v, b, &v)) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int hutch__api_container_agent_info(hutch_engine *e, const char *container,
+				    struct hutch__container_agent_info *out,
+				    const char *what, hutch_error **err)
+{
+	json_object *obj = NULL, *state, *v, *mounts;
+	const char *s;
+	int rc;
+
+	rc = get_on(e, "/containers/", container, "/json", 0, &obj, what, err);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	if (obj && json_object_object_get_ex(obj, "State", &state)) {
+		out->running =
+			json_object_object_get_ex(state, "Running", &v) &&
+			json_object_is_type(v, json_type_boolean) &&
+			json_object_get_boolean(v);
+		if (json_object_object_get_ex(state, "Pid", &v) &&
+		    json_object_is_type(v, json_type_int) &&
+		    json_object_get_int64(v) > 0 &&
+		    json_object_get_int64(v) <= INT32_MAX)
+			out->pid = (long)json_object_get_int64(v);
+	}
+	s = string_at(obj, "Config", "Hostname");
+	if (s && strlen(s) < sizeof(out->hostname))
+		snprintf(out->hostname, sizeof(out->hostname), "%s", s);
+	/* The volume at HUTCH_AGENT_DIR: Docker and Podman both list it in
+	 * Mounts with its host path as Source. */
+	if (obj && json_object_object_get_ex(obj, "Mounts", &mounts) &&
+	    json_object_is_type(mounts, json_type_array)) {
+		size_t n = json_object_array_length(mounts);
+
+		for (size_t i = 0; i < n; i++) {
+			json_object *m = json_object_array_get_idx(mounts, i);
+			const char *dst = string_at(m, "Destination", NULL),
+				   *type = string_at(m, "Type", NULL),
+				   *src = string_at(m, "Source", NULL);
+
+			if (!dst || strcmp(dst, HUTCH_AGENT_DIR) != 0 ||
+			    !type || strcmp(type, "volume") != 0 || !src ||
+			    src[0] != '/' ||
+			    strlen(src) >= sizeof(out->agent_source))
+				continue;
+			snprintf(out->agent_source, sizeof(out->agent_source),
+				 "%s", src);
+			break;
+		}
+	}
+	json_object_put(obj);
+	return 0;
 }
 
 /* `filters` as the engines take it, URL-escaped: {"label":[LABEL]} and,

@@ -93,6 +93,20 @@ int hutch__api_container_inspect(hutch_engine *e, const char *container,
 int hutch__api_container_find(hutch_engine *e, const char *container,
 			      json_object **out, const char *what,
 			      hutch_error **err);
+/* What the agent's channel needs to know of a container (agent_chan.c). */
+struct hutch__container_agent_info {
+	int running; /* State.Running */
+	long pid;    /* State.Pid, as the engine's host sees it; 0: none */
+	char hostname[256]; /* Config.Hostname, "" when none or too long */
+	/* The host path of the volume mounted at HUTCH_AGENT_DIR (its
+	 * Source), "" when there is none or it is too long. */
+	char agent_source[4096];
+};
+/* Inspect `container` for the above: 0, or the engine's error (a missing
+ * container is HUTCH_ENOTFOUND). */
+int hutch__api_container_agent_info(hutch_engine *e, const char *container,
+				    struct hutch__container_agent_info *out,
+				    const char *what, hutch_error **err);
 /* Containers carrying `label` ("KEY" or "KEY=VALUE"): all of them with
  * `all`, else the running ones; an array in *out. */
 int hutch__api_container_list(hutch_engine *e, const char *label, int all,

@@ -8,6 +8,10 @@
  * engine says it is gone, the process tree is killed when the timeout
  * passes, the container is inspected when the command died of a signal.
  *
+ * When the session's agent serves its channel (agent_chan.c), a command
+ * runs through it instead, with no engine request at all; the engine's
+ * exec is the fallback of every call that cannot have the channel.
+ *
  * How the engine spells those requests lives in engine_api_exec.c; this
  * file holds the policy around them (hutch__exec_run and the functions
  * it reads as: run_with_one_retry, after_timeout, after_cancel,
@@ -31,6 +35,7 @@
 
 #include "account.h"
 #include "agent_blob.h"
+#include "agent_chan.h"
 #include "agent_install.h"
 #include "capture.h"
 #include "common.h"
@@ -69,6 +74,7 @@ struct hutch_exec_result {
 	int oom; /* the agent reported an OOM kill */
 	uint64_t duration_ms;
 	int retried;
+	int on_chan; /* the run took the agent's channel */
 	/* The session's secrets when the command ran (a reference): what
 	 * hutch_exec_result_to_json shows of the command line is redacted
 	 * with them, as the output was. */
@@ -120,6 +126,11 @@ int hutch_exec_result_retried(const hutch_exec_result *r)
 int hutch_exec_result_oom(const hutch_exec_result *r)
 {
 	return r->oom;
+}
+
+const char *hutch_exec_result_path(const hutch_exec_result *r)
+{
+	return r->on_chan ? "agent" : "engine";
 }
 
 void hutch_exec_result_output(const hutch_exec_result *r, hutch_stream stream,
@@ -192,6 +203,10 @@ struct run {
 	size_t errtail_len;
 	char tag[32];
 	char exec_id[128];
+	/* The command runs on the agent's channel (agent_chan.c), not as an
+	 * engine exec: its state and exit status are asked there. */
+	int on_chan;
+	struct hutch__chan_call *chan;
 	/* The command's own user as the engine gets it, numeric "UID:GID",
 	 * or "" for the session's; the kill runs as it too. */
 	char user[32];
@@ -663,13 +678,14 @@ static int exec_start(struct run *r, const char *id, hutch__sink_fn sink,
 
 static unsigned long long on_deadline(void *p);
 
-/* The command's own start: exec_start with its input and terminal. */
-static int exec_start_command(struct run *r, unsigned long long deadline,
-			      hutch_error **err)
+/* The command's own stream: its output, input and terminal. */
+static struct hutch__exec_stream command_stream(struct run *r,
+						unsigned long long deadline,
+						unsigned long long *taken)
 {
 	const hutch_exec_options *o = r->o;
-	unsigned long long taken = 0;
-	struct hutch__exec_stream stream = {
+
+	return (struct hutch__exec_stream){
 		.sink = on_stream,
 		.payload = r,
 		.deadline_ms = deadline,
@@ -682,11 +698,35 @@ static int exec_start_command(struct run *r, unsigned long long deadline,
 		.tty = o->tty,
 		.tty_size = o->tty_size,
 		.tty_payload = o->tty_payload,
-		.input_taken = &taken,
+		.input_taken = taken,
 	};
+}
+
+/* The command's own start: exec_start with its input and terminal. */
+static int exec_start_command(struct run *r, unsigned long long deadline,
+			      hutch_error **err)
+{
+	unsigned long long taken = 0;
+	struct hutch__exec_stream stream = command_stream(r, deadline, &taken);
 	int rc = hutch__api_exec_start(hutch_session_engine(r->s), r->exec_id,
 				       &stream, &r->streamed, "start exec",
 				       err);
+
+	r->input_taken += taken;
+	return rc;
+}
+
+/* The command on the agent's channel, which reads no input before the
+ * agent said the command started: HUTCH__CHAN_UNAVAILABLE (nothing was
+ * sent that could run it, no input taken) when it cannot go there. */
+static int chan_start_command(struct run *r,
+			      const struct hutch__exec_spec *spec,
+			      unsigned long long deadline, hutch_error **err)
+{
+	unsigned long long taken = 0;
+	struct hutch__exec_stream stream = command_stream(r, deadline, &taken);
+	int rc = hutch__chan_exec(r->s, spec, &stream, &r->chan, &r->streamed,
+				  "run on the agent's channel", err);
 
 	r->input_taken += taken;
 	return rc;
@@ -731,6 +771,15 @@ static int exec_exit_code(struct run *r, const char *id, int *code,
 				     "inspect exec", err);
 }
 
+/* The command's exit status, where it ran: as exec_exit_code. */
+static int command_exit_code(struct run *r, int *code, hutch_error **err)
+{
+	if (r->on_chan)
+		return hutch__chan_wait_exit(r->chan, INSPECT_WAIT_MS, code,
+					     err);
+	return exec_exit_code(r, r->exec_id, code, err);
+}
+
 int hutch__exec_failure(const hutch_exec_result *res, const char *what,
 			uint64_t timeout_ms, hutch_error **err)
 {
@@ -754,6 +803,30 @@ int hutch__exec_failure(const hutch_exec_result *res, const char *what,
 
 /* ---- stopping the command -------------------------------------------- */
 
+#define KILL_WAIT_MS 30000
+
+/* The agent's kill on the channel: 0 with *code, HUTCH__CHAN_UNAVAILABLE,
+ * or a negative code. */
+static int kill_on_chan(struct run *r, const struct hutch__exec_spec *spec,
+			int *code, hutch_error **err)
+{
+	struct hutch__exec_stream stream = {
+		.deadline_ms = hutch__now_ms() + KILL_WAIT_MS,
+		.input_fd = -1,
+	};
+	struct hutch__chan_call *call = NULL;
+	int streamed, rc;
+
+	rc = hutch__chan_exec(r->s, spec, &stream, &call, &streamed,
+			      "kill on the agent's channel", err);
+	/* (HUTCH__CHAN_UNAVAILABLE and wait_exit's "got it" are both 1.) */
+	if (rc == 0 &&
+	    (rc = hutch__chan_wait_exit(call, INSPECT_WAIT_MS, code, err)) == 1)
+		rc = 0;
+	hutch__chan_call_close(call);
+	return rc;
+}
+
 /* Run the agent's kill in a second exec: it finds the command's agent by
  * its tag and kills every process under it, then the agent.  0 when it
  * did, 1 when there was no agent with that tag (not started yet, or
@@ -766,7 +839,9 @@ static int kill_tree(struct run *r, hutch_error **err)
 	 * capability dropped root could not signal the user's processes
 	 * (no CAP_KILL), and with no-new-privileges and no capabilities a
 	 * command can never become another user. */
-	struct hutch__exec_spec spec = { .argv = argv, .argc = 3 };
+	struct hutch__exec_spec spec = { .argv = argv,
+					 .argc = 3,
+					 .workdir = "/" };
 	char kill_id[129];
 	int code = -1, streamed, rc;
 
@@ -777,19 +852,25 @@ static int kill_tree(struct run *r, hutch_error **err)
 	if (r->user[0])
 		spec.user = r->user;
 
-	rc = exec_create(r, &spec, kill_id, sizeof(kill_id), "create kill exec",
-			 err);
-	if (rc < 0)
-		return rc;
-	/* The agent's kill is bounded; so is our wait for it. */
-	rc = exec_start(r, kill_id, NULL, hutch__now_ms() + 30000, NULL, NULL,
-			&streamed, "start kill exec", err);
-	if (rc < 0)
-		return rc;
+	/* The channel first, whichever way the command went: the agent
+	 * finds it by its tag either way. */
+	rc = kill_on_chan(r, &spec, &code, err);
+	if (rc == HUTCH__CHAN_UNAVAILABLE) {
+		rc = exec_create(r, &spec, kill_id, sizeof(kill_id),
+				 "create kill exec", err);
+		if (rc < 0)
+			return rc;
+		/* The agent's kill is bounded; so is our wait for it. */
+		rc = exec_start(r, kill_id, NULL,
+				hutch__now_ms() + KILL_WAIT_MS, NULL, NULL,
+				&streamed, "start kill exec", err);
+		if (rc < 0)
+			return rc;
+		rc = exec_exit_code(r, kill_id, &code, err);
+	}
 	/* 0: the tree is gone; 3: no agent with the tag.  Anything else
 	 * (126: the runtime could not start the killer, as in a container
 	 * whose pids limit is full) means it may still run. */
-	rc = exec_exit_code(r, kill_id, &code, err);
 	if (rc < 0)
 		return rc;
 	if (code == HUTCH_AGENT_EXIT_NOTAG)
@@ -814,9 +895,20 @@ enum {
 static int exec_state(struct run *r, hutch_error **err)
 {
 	struct hutch__exec_info info;
-	int rc = hutch__api_exec_inspect(hutch_session_engine(r->s), r->exec_id,
-					 &info, "inspect exec", err);
+	int rc;
 
+	/* On the channel (r->chan is set while its stream is read, before
+	 * on_chan): the agent's EXIT is the end; a connection that
+	 * ended without it leaves the command's fate open, as Podman's
+	 * "no pid" does (stop_command kills by tag meanwhile). */
+	if (r->chan) {
+		rc = hutch__chan_state(r->chan);
+		return rc == HUTCH__CHAN_RUNS  ? EXEC_RUNS :
+		       rc == HUTCH__CHAN_ENDED ? EXEC_ENDED :
+						 EXEC_UNSURE;
+	}
+	rc = hutch__api_exec_inspect(hutch_session_engine(r->s), r->exec_id,
+				     &info, "inspect exec", err);
 	if (rc < 0)
 		return rc;
 	if (info.running)
@@ -858,6 +950,12 @@ static int stop_command(struct run *r, hutch_error **err)
 			return rc;
 		if (rc == 0)
 			return STOP_KILLED;
+		if (hutch__now_ms() >= give_up && r->chan)
+			return hutch__error_set(
+				err, HUTCH_EFAILED,
+				"the agent's channel says the command runs, "
+				"but its process was not found in %d s",
+				STOP_WAIT_MS / 1000);
 		if (hutch__now_ms() >= give_up)
 			return hutch__error_set(
 				err, HUTCH_EFAILED,
@@ -997,22 +1095,45 @@ static int run_init(struct run *r, hutch_exec_result *res, hutch_session *s,
 	return 0;
 }
 
-/* Create the exec and read its stream, once; what it came to is in r->rc
+static int agent_first(struct run *r, hutch_error **err);
+
+/* Run the command once: on the agent's channel when it can be had, else
+ * create the exec and read its stream; what it came to is in r->rc
  * (r->lerr). */
 static void run_once(struct run *r, const struct hutch__exec_spec *spec)
 {
 	unsigned long long deadline;
 
+	int rc;
+
 	hutch_error_free(r->lerr);
 	r->lerr = NULL;
 	r->streamed = 0;
 	r->agent_gone = 0;
+	hutch__chan_call_close(r->chan);
+	r->chan = NULL;
+	r->on_chan = 0;
+	r->exec_id[0] = '\0';
+	hutch__demux_init(&r->demux);
+	/* The agent's channel first: no engine request at all. */
+	deadline = r->o->timeout_ms ? hutch__now_ms() + r->o->timeout_ms : 0;
+	r->backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
+	rc = chan_start_command(r, spec, deadline, &r->lerr);
+	if (rc != HUTCH__CHAN_UNAVAILABLE) {
+		r->on_chan = 1;
+		r->rc = rc;
+		return;
+	}
+	/* The channel needs no look at the agent first: one it cannot
+	 * start is its refusal, before any input was read. */
+	r->rc = agent_first(r, &r->lerr);
+	if (r->rc < 0)
+		return;
 	r->rc = exec_create(r, spec, r->exec_id, sizeof(r->exec_id),
 			    "create exec", &r->lerr);
 	if (r->rc < 0)
 		return;
 	deadline = r->o->timeout_ms ? hutch__now_ms() + r->o->timeout_ms : 0;
-	hutch__demux_init(&r->demux);
 	r->backstop = deadline ? deadline + AGENT_BACKSTOP_MS : 0;
 	r->rc = exec_start_command(r, deadline, &r->lerr);
 }
@@ -1081,6 +1202,9 @@ static void run_with_one_retry(struct run *r, hutch_exec_result *res,
 	r->rc = hutch_session_ensure(r->s, NULL, &r->lerr);
 	if (r->rc < 0)
 		return;
+	/* The container may be another one now: its channel is looked for
+	 * again. */
+	hutch__chan_forget(r->s);
 	/* Making a brand-new session's first container is the lazy
 	 * creation, not a recovery. */
 	res->retried = !r->s->new_record;
@@ -1213,7 +1337,7 @@ static int judge_ending(struct run *r, hutch_exec_result *res,
 	/* Where we stopped reading, a frame may well be half read. */
 	int cut = r->rc < 0 ||
 		  (!r->cut_by_us && !hutch__demux_at_boundary(&r->demux));
-	int code = -1, got = exec_exit_code(r, r->exec_id, &code, &ierr);
+	int code = -1, got = command_exit_code(r, &code, &ierr);
 
 	if (sandbox_lost(r, got, cut, code)) {
 		hutch_error_free(ierr);
@@ -1430,8 +1554,6 @@ static int run_command(struct run *r, hutch_exec_result *res, hutch_error **err)
 
 	if ((rc = resolve_user(r, err)) < 0)
 		return rc;
-	if ((rc = agent_first(r, err)) < 0)
-		return rc;
 	if (agent_command(&cmd, r) < 0)
 		return hutch__error_oom(err);
 	spec = (struct hutch__exec_spec){
@@ -1527,6 +1649,7 @@ int hutch__exec_run(hutch_exec_result **out, hutch_session *s,
 		rc = run_command(&r, res, err);
 	if (rc < 0)
 		goto out;
+	res->on_chan = r.on_chan;
 	flush_redaction(&r, res->status != HUTCH_EXEC_OK || r.cut_by_us);
 	if (r.oom || finish_capture(&r, res) < 0) {
 		rc = hutch__error_oom(err);
@@ -1544,6 +1667,7 @@ out:
 		hutch__error_redact(err ? *err : NULL,
 				    hutch__session_redaction(s));
 	}
+	hutch__chan_call_close(r.chan);
 	hutch_error_free(r.lerr);
 	hutch_error_free(r.stop_err);
 	hutch__redactor_free(&r.red[0]);
@@ -1657,6 +1781,8 @@ int hutch_exec_result_to_json(char **out, const hutch_exec_result *r,
 	json_object_object_add(obj, "oom", json_object_new_boolean(r->oom));
 	json_object_object_add(obj, "retried",
 			       json_object_new_boolean(r->retried));
+	json_object_object_add(
+		obj, "path", json_object_new_string(hutch_exec_result_path(r)));
 	json_object_object_add(obj, "duration_ms",
 			       json_object_new_int64((int64_t)r->duration_ms));
 	s = json_object_to_json_string_ext(

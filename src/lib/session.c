@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent_chan.h"
 #include "beneath.h"
 #include "common.h"
 #include "error.h"
@@ -79,6 +80,7 @@ void hutch_session_free(hutch_session *s)
 	free(s->caps);
 	free(s->network);
 	hutch__session_secrets_free(s->secrets);
+	hutch__chan_free(s->chan);
 	free(s);
 }
 

@@ -128,6 +128,10 @@ struct hutch_session {
 	int recreated;	/* replaced a container */
 
 	struct hutch__ensure_state ensure; /* the ensure call running */
+
+	/* The agent's channel as last found (agent_chan.c); NULL: not
+	 * looked for yet. */
+	struct hutch__chan *chan;
 };
 
 /* ---- the handle and its options (session.c) ---------------------------- */

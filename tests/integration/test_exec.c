@@ -1266,3 +1266,38 @@ IT_TEST(exec, user_root_timeout_kills_tree)
 	hutch_exec_result_free(r);
 	lib_close(&l);
 }
+
+/* The fast path: on an engine of this host a warm command goes through the
+ * session agent's own socket, with the same output and exit code as the
+ * engine's exec, to which HUTCH_FAST_PATH=0 sends it. */
+IT_TEST(exec, fast_path_agent_and_engine_agree)
+{
+	static const char *const paths[] = { "agent", "engine" };
+	const char *s = it_session();
+	const char *fp = getenv("HUTCH_FAST_PATH");
+	/* The suite run with the fast path off: the engine's exec both
+	 * times. */
+	int local = strncmp(it_engine(), "unix://", 7) == 0 &&
+		    !(fp && strcmp(fp, "0") == 0);
+
+	warm(s);
+	for (int i = 0; i < 2; i++) {
+		it_result r;
+		json_object *j;
+
+		if (i == 1)
+			setenv("HUTCH_FAST_PATH", "0", 1);
+		r = it_hutch("exec", s, "--json", "--", "sh", "-c",
+			     "echo out; echo err >&2; exit 3", NULL);
+		IT_ASSERT_EXIT(r, 3, "hutch exec S --json -- sh -c '...'");
+		j = it_json(r.out, r.out_len);
+		cr_assert_str_eq(jstr(j, "path"), local ? paths[i] : "engine",
+				 "%s", r.out);
+		cr_assert_str_eq(jstr(j, "stdout"), "out\n");
+		cr_assert_str_eq(jstr(j, "stderr"), "err\n");
+		cr_assert_eq(jint(j, "exit_code"), 3);
+		json_object_put(j);
+		it_result_free(&r);
+	}
+	unsetenv("HUTCH_FAST_PATH");
+}

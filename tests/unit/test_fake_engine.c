@@ -3,10 +3,17 @@
  * by a fake engine (fake_engine.c) and driven through the public API only.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <hutch/hutch.h>
@@ -529,6 +536,9 @@ Test(fake, exit_137_container_gone_is_sandbox_lost)
 	};
 	int rc;
 
+	/* The engine's exec and its policy: the channel's own look at the
+	 * container would be one GET more (fake::channel_*). */
+	setenv("HUTCH_FAST_PATH", "0", 1);
 	open_session(script_handler, &s);
 	rc = run_cmd();
 	cr_assert_eq(rc, 0, "%s", msg());
@@ -876,4 +886,478 @@ Test(fake, upgraded_start_endless_head_is_bounded)
 	cr_expect_eq(rc, HUTCH_EFAILED, "rc %d: %s", rc, msg());
 	cr_expect(strstr(msg(), "head"), "%s", msg());
 	free(answer);
+}
+
+/* ---- the agent's channel: when it is taken, and when not -------------------
+ *
+ * The "container" here is the test process itself: the fake engine says
+ * its PID 1 is a pid of our choosing, and its system volume a temporary
+ * directory where a thread of the test listens on chan/agent.sock.  With
+ * our own pid the listener passes hutch's peer check (it is that process);
+ * with another pid it must not get a byte.
+ */
+
+enum {
+	AGENT_SERVE,  /* speak the protocol: HELLO, STARTED, "hi\n", EXIT 0 */
+	AGENT_REFUSE, /* HELLO, then REFUSED (the agent is missing) */
+	AGENT_SILENT, /* HELLO, then only count what hutch sends */
+	AGENT_ECHO,   /* STARTED, stdin back as stdout until its end, EXIT 0 */
+	AGENT_VANISH, /* STARTED, "hi\n", then the connection ends: no EXIT */
+	AGENT_TTY,    /* STARTED, the first frames seen, "ok", EXIT 0 */
+};
+
+struct fake_agent {
+	char dir[64];	/* the system volume's "host path" */
+	char path[100]; /* fits sun_path */
+	int lfd;
+	int mode;
+	pthread_t thread;
+	int stop;
+	/* written by the thread, read after the join */
+	int conns;
+	long got; /* bytes hutch sent (AGENT_SILENT) */
+	char argv0[256];
+	uint32_t flags;
+	int stdin_end; /* STDIN_END came */
+	long echoed;
+	int first, second; /* AGENT_TTY: the types of the first frames */
+	unsigned int rows, cols;
+	char input[16];
+	char container[1024]; /* the engine's inspection of the container */
+};
+
+static struct fake_agent agent;
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static int send_frame(int fd, int type, const void *data, size_t len)
+{
+	unsigned char head[8] = { (unsigned char)type };
+
+	put_be32(head + 4, (uint32_t)len);
+	/* hutch may have closed already: EPIPE, not SIGPIPE. */
+	if (send(fd, head, 8, MSG_NOSIGNAL) != 8)
+		return -1;
+	return len && send(fd, data, len, MSG_NOSIGNAL) != (ssize_t)len ? -1 :
+									  0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = read(fd, (char *)buf + off, len - off);
+
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int send_hello(int fd)
+{
+	unsigned char hello[12 + 8];
+
+	put_be32(hello, 1);
+	put_be32(hello + 4, (uint32_t)getuid());
+	put_be32(hello + 8, (uint32_t)getgid());
+	memcpy(hello + 12, "fakehost", 8);
+	return send_frame(fd, 0x10, hello, sizeof(hello));
+}
+
+static void serve(struct fake_agent *a, int fd)
+{
+	unsigned char head[8], fixed[16];
+	static char req[64 * 1024];
+	uint32_t len;
+
+	if (send_hello(fd) < 0 || read_full(fd, head, 8) < 0)
+		return;
+	len = (uint32_t)head[4] << 24 | (uint32_t)head[5] << 16 |
+	      (uint32_t)head[6] << 8 | head[7];
+	if (head[0] != 0x20 || len < 16 || len > sizeof(req) ||
+	    read_full(fd, req, len) < 0)
+		return;
+	memcpy(fixed, req, 16);
+	a->flags = (uint32_t)fixed[0] << 24 | (uint32_t)fixed[1] << 16 |
+		   (uint32_t)fixed[2] << 8 | fixed[3];
+	snprintf(a->argv0, sizeof(a->argv0), "%.*s", (int)(len - 16), req + 16);
+	if (a->mode == AGENT_REFUSE) {
+		unsigned char r[4 + 7];
+
+		put_be32(r, 1);
+		memcpy(r + 4, "missing", 7);
+		send_frame(fd, 0x13, r, sizeof(r));
+		return;
+	}
+	unsigned char pid[4], code[4];
+
+	put_be32(pid, 4242);
+	put_be32(code, 0);
+	send_frame(fd, 0x11, pid, 4);
+	if (a->mode == AGENT_ECHO) {
+		/* Each STDIN frame back as stdout, in the same thread: hutch
+		 * must read the output while it still sends input. */
+		while (read_full(fd, head, 8) == 0) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				return;
+			if (head[0] == 0x22) {
+				a->stdin_end = 1;
+				break;
+			}
+			if (head[0] != 0x21 || send_frame(fd, 1, req, len) < 0)
+				return;
+			a->echoed += len;
+		}
+	} else if (a->mode == AGENT_TTY) {
+		/* The terminal's size, then the input. */
+		for (int i = 0; i < 2 && read_full(fd, head, 8) == 0; i++) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				return;
+			if (i == 0)
+				a->first = head[0];
+			else
+				a->second = head[0];
+			if (head[0] == 0x23 && len == 4) {
+				a->rows = (unsigned char)req[0] << 8 |
+					  (unsigned char)req[1];
+				a->cols = (unsigned char)req[2] << 8 |
+					  (unsigned char)req[3];
+			} else if (head[0] == 0x21) {
+				snprintf(a->input, sizeof(a->input), "%.*s",
+					 (int)len, req);
+			}
+		}
+		send_frame(fd, 1, "ok", 2);
+		send_frame(fd, 0x12, code, 4);
+		/* Whatever else hutch sends, to its close: no end of file
+		 * is sent to a terminal. */
+		while (read_full(fd, head, 8) == 0) {
+			len = (uint32_t)head[4] << 24 |
+			      (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 |
+			      head[7];
+			if (head[0] == 0x22)
+				a->stdin_end = 1;
+			if (len > sizeof(req) || read_full(fd, req, len) < 0)
+				break;
+		}
+		return;
+	} else {
+		send_frame(fd, 1, "hi\n", 3);
+	}
+	if (a->mode != AGENT_VANISH)
+		send_frame(fd, 0x12, code, 4);
+}
+
+static void *agent_thread(void *p)
+{
+	struct fake_agent *a = p;
+	char buf[4096];
+
+	while (!__atomic_load_n(&a->stop, __ATOMIC_SEQ_CST)) {
+		struct pollfd pf = { .fd = a->lfd, .events = POLLIN };
+		int fd;
+		ssize_t n;
+
+		if (poll(&pf, 1, 50) <= 0)
+			continue;
+		fd = accept(a->lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		a->conns++;
+		if (a->mode == AGENT_SILENT) {
+			/* Says HELLO as the agent would, to be sent a
+			 * request if hutch took it for the agent. */
+			send_hello(fd);
+			while ((n = read(fd, buf, sizeof(buf))) > 0)
+				a->got += n;
+		} else {
+			serve(a, fd);
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/* Listen at `at` (relative to the volume), and say in the inspection that
+ * PID 1 is `pid`. */
+static void agent_start(int mode, long pid, const char *at)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char chan[128];
+
+	memset(&agent, 0, sizeof(agent));
+	agent.mode = mode;
+	snprintf(agent.dir, sizeof(agent.dir), "/tmp/hutch-fchan-XXXXXX");
+	cr_assert_not_null(mkdtemp(agent.dir));
+	snprintf(chan, sizeof(chan), "%s/chan", agent.dir);
+	cr_assert_eq(mkdir(chan, 01777), 0);
+	snprintf(agent.path, sizeof(agent.path), "%s/%s", agent.dir, at);
+	agent.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(agent.lfd, 0);
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", agent.path);
+	cr_assert_eq(bind(agent.lfd, (struct sockaddr *)&addr, sizeof(addr)), 0,
+		     "bind %s: %m", agent.path);
+	cr_assert_eq(listen(agent.lfd, 8), 0);
+	cr_assert_eq(pthread_create(&agent.thread, NULL, agent_thread, &agent),
+		     0);
+	snprintf(agent.container, sizeof(agent.container),
+		 "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\","
+		 "\"Running\":true,\"Pid\":%ld},\"Config\":{\"Hostname\":"
+		 "\"fakehost\"},\"Mounts\":[{\"Type\":\"volume\",\"Source\":"
+		 "\"%s\",\"Destination\":\"/.hutch\"}]}",
+		 pid, agent.dir);
+}
+
+/* Stop the thread: what it saw can be read after this. */
+static void agent_stop(void)
+{
+	char p[160];
+
+	__atomic_store_n(&agent.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(agent.thread, NULL);
+	close(agent.lfd);
+	unlink(agent.path);
+	snprintf(p, sizeof(p), "%s/chan/agent.sock", agent.dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/real.sock", agent.dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/chan", agent.dir);
+	rmdir(p);
+	rmdir(agent.dir);
+}
+
+static const char *path_of(void)
+{
+	return res ? hutch_exec_result_path(res) : "(no result)";
+}
+
+/* The listener is PID 1 (here: this process): the command runs on the
+ * channel, with no engine exec; the second run needs no new inspection. */
+Test(fake, channel_runs_without_engine_exec)
+{
+	static struct script s;
+	const char *out;
+	size_t len;
+
+	agent_start(AGENT_SERVE, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &out, &len, NULL,
+				 NULL);
+	cr_expect_eq(len, 3);
+	cr_expect_str_eq(out, "hi\n");
+	cr_expect_eq(hutch_exec_result_exit_code(res), 0);
+	hutch_exec_result_free(res);
+	res = NULL;
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	agent_stop();
+	cr_expect_eq(agent.conns, 2);
+	cr_expect(strncmp(agent.argv0, "/.hutch/bin/hutch-agent-", 24) == 0,
+		  "argv[0] %s", agent.argv0);
+	cr_expect_eq(agent.flags, 0, "no stdin, no terminal: flags %u",
+		     agent.flags);
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 0, "log: %s",
+		     log_text());
+	cr_expect_eq(fake_engine_count(fe, "GET", CONTAINER_PATH), 1, "log: %s",
+		     log_text());
+}
+
+/* A listener that is not the container's PID 1 (a sandbox process that
+ * replaced the socket, or listens itself) is connected to, checked, and
+ * given nothing; the command goes to the engine. */
+Test(fake, channel_listener_not_pid1_gets_nothing)
+{
+	static struct script s;
+
+	agent_start(AGENT_SILENT, (long)getppid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "engine");
+	agent_stop();
+	cr_expect_geq(agent.conns, 1, "the channel was not even tried");
+	cr_expect_eq(agent.got, 0, "%ld bytes sent to a listener not PID 1",
+		     agent.got);
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s",
+		     log_text());
+}
+
+/* The socket's name swapped for a symlink to a socket elsewhere (a host
+ * socket, say, which would pass the pid check): never connected to. */
+Test(fake, channel_symlink_is_not_followed)
+{
+	static struct script s;
+	char link[160];
+
+	agent_start(AGENT_SERVE, (long)getpid(), "real.sock");
+	snprintf(link, sizeof(link), "%s/chan/agent.sock", agent.dir);
+	cr_assert_eq(symlink(agent.path, link), 0);
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "engine");
+	agent_stop();
+	cr_expect_eq(agent.conns, 0, "connected through a symlink");
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s",
+		     log_text());
+}
+
+/* The agent refuses (its binary is missing): nothing ran, the engine's
+ * exec runs the command. */
+Test(fake, channel_refused_falls_back_to_engine)
+{
+	static struct script s;
+
+	agent_start(AGENT_REFUSE, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "engine");
+	agent_stop();
+	cr_expect_eq(agent.conns, 1);
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 1, "log: %s",
+		     log_text());
+}
+
+/* HUTCH_FAST_PATH=0: not even looked for. */
+Test(fake, channel_off_with_fast_path_0)
+{
+	static struct script s;
+
+	setenv("HUTCH_FAST_PATH", "0", 1);
+	agent_start(AGENT_SERVE, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_assert_eq(run_cmd(), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "engine");
+	agent_stop();
+	cr_expect_eq(agent.conns, 0);
+	cr_expect_eq(fake_engine_count(fe, "GET", CONTAINER_PATH), 0, "log: %s",
+		     log_text());
+}
+
+/* Input goes as STDIN frames once the command started, then its end; the
+ * output comes back while input is still sent (1 MiB both ways, bounded
+ * buffers on both sides). */
+Test(fake, channel_input_and_output_flow)
+{
+	static struct script s;
+	static const char *const argv[] = { "cat" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	size_t n = MIB, len;
+	char *in = malloc(n);
+	const char *out;
+
+	cr_assert_not_null(in);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 26);
+	agent_start(AGENT_ECHO, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	o.argv = argv;
+	o.argc = 1;
+	o.capture = 1;
+	o.max_output = 2 * MIB;
+	o.timeout_ms = 20000;
+	o.input = in;
+	o.input_len = n;
+	cr_assert_eq(hutch_exec_run(&res, session, &o, &err), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &out, &len, NULL,
+				 NULL);
+	cr_expect_eq(len, n);
+	cr_expect(len == n && memcmp(out, in, n) == 0, "output differs");
+	agent_stop();
+	cr_expect_eq(agent.flags, 1, "flags %u: stdin, no terminal",
+		     agent.flags);
+	cr_expect(agent.stdin_end, "no STDIN_END");
+	cr_expect_eq(agent.echoed, (long)n);
+	free(in);
+}
+
+/* The connection ends after the command started, without its exit status
+ * (the agent's handler died): not taken for an exit, and with the
+ * container still there, an error that says what broke. */
+Test(fake, channel_end_without_exit_is_an_error)
+{
+	static struct script s;
+
+	agent_start(AGENT_VANISH, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	cr_expect_lt(
+		run_cmd(), 0, "a result: %s",
+		res ? hutch_exec_status_name(hutch_exec_result_status(res)) :
+		      "-");
+	cr_expect(strstr(msg(), "exit status") != NULL, "%s", msg());
+	agent_stop();
+	cr_expect_eq(fake_engine_count(fe, "POST", CREATE_PATH), 0, "log: %s",
+		     log_text());
+}
+
+static int size_33x101(unsigned short *rows, unsigned short *cols, void *p)
+{
+	(void)p;
+	*rows = 33;
+	*cols = 101;
+	return 0;
+}
+
+/* With a terminal: its size goes first, before any input; the output is
+ * the terminal's raw bytes (no frame head reaches the caller); no end of
+ * file is sent. */
+Test(fake, channel_terminal_size_before_input)
+{
+	static struct script s;
+	static const char *const argv[] = { "sh" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	const char *out;
+	size_t len;
+
+	agent_start(AGENT_TTY, (long)getpid(), "chan/agent.sock");
+	s.container = agent.container;
+	open_session(script_handler, &s);
+	o.argv = argv;
+	o.argc = 1;
+	o.capture = 1;
+	o.timeout_ms = 20000;
+	o.tty = 1;
+	o.tty_size = size_33x101;
+	o.input = "x";
+	o.input_len = 1;
+	cr_assert_eq(hutch_exec_run(&res, session, &o, &err), 0, "%s", msg());
+	cr_expect_str_eq(path_of(), "agent");
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &out, &len, NULL,
+				 NULL);
+	cr_expect_eq(len, 2);
+	cr_expect_str_eq(out, "ok");
+	agent_stop();
+	cr_expect_eq(agent.flags, 3, "flags %u: stdin and a terminal",
+		     agent.flags);
+	cr_expect_eq(agent.first, 0x23, "first frame 0x%x, not RESIZE",
+		     agent.first);
+	cr_expect_eq(agent.rows, 33);
+	cr_expect_eq(agent.cols, 101);
+	cr_expect_eq(agent.second, 0x21, "second frame 0x%x, not STDIN",
+		     agent.second);
+	cr_expect_str_eq(agent.input, "x");
+	cr_expect(!agent.stdin_end, "STDIN_END sent to a terminal");
 }

@@ -1,0 +1,1095 @@
+/*
+ * chan.c - the agent's channel: PID 1 runs agent commands for hutch
+ *
+ * PID 1 ("sleep", run.c) serves a unix socket at HUTCH_CHAN_PATH, on the
+ * session's system volume, which hutch on the engine's host reaches
+ * through the volume's mount point.  Every connection hutch makes gets a
+ * handler, a fork of PID 1, that does what an engine's exec of an agent
+ * command line would: runs it (execve, PID 1's environment plus the
+ * request's), relays its stdin, stdout and stderr (Docker's multiplexed
+ * frames) or a terminal, and reports its exit status as an engine's
+ * ExitCode.  Frames and order: src/shared/agent_protocol.h and
+ * doc/agent-protocol.md, "The channel".
+ *
+ * Who may connect: only a peer outside the container's pid namespace
+ * that is the container's root (see chan_peer_ok).  Nothing here trusts
+ * the request beyond that: it is parsed within bounds, and only an agent
+ * under HUTCH_AGENT_BIN_DIR is ever executed.
+ *
+ * PID 1 never blocks on a connection: it accepts (non-blocking), checks
+ * the peer, forks, and goes back to its loop; all reading and writing is
+ * the handler's.  Every fd made here is close-on-exec, so none reaches a
+ * command.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Output is read in pieces of at most this many bytes, one frame each. */
+#define CHAN_OUT_CHUNK 65536u
+/* After the process has ended: how long its output may still come (a
+ * background process holding the pipes or terminal must not keep the
+ * EXIT from hutch). */
+#define CHAN_DRAIN_MS 2000
+/* At the end, how long and how much of hutch's input is read and
+ * dropped so that it sees EOF, not ECONNRESET (linger_close). */
+#define CHAN_LINGER_MS 1000
+#define CHAN_LINGER_MAX (16u << 20)
+/* Frames from hutch handled per round of the handler's loop. */
+#define CHAN_FRAMES_A_ROUND 64
+/* Accepted per wake-up of PID 1, so that signals are not starved. */
+#define CHAN_ACCEPT_BATCH 64
+
+/* --- PID 1: the listening socket and the handlers ---------------------- */
+
+/* The pids of live handlers (0: a free slot).  Bounded: past
+ * AGENT_CHAN_HANDLERS_MAX a connection is refused BUSY, so a flood of
+ * connections costs a bounded number of processes. */
+static pid_t handlers[AGENT_CHAN_HANDLERS_MAX];
+static unsigned int n_handlers;
+
+int agent_chan_listen(void)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	mode_t old;
+	int fd, rc;
+
+	/* A session made by an older hutch has no such directory: no
+	 * channel, silently (hutch uses the engine's exec). */
+	if (lstat(HUTCH_AGENT_DIR "/" HUTCH_CHAN_DIR, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	_Static_assert(sizeof(HUTCH_CHAN_PATH) <= sizeof(sa.sun_path),
+		       "HUTCH_CHAN_PATH fits a sockaddr_un");
+	memcpy(sa.sun_path, HUTCH_CHAN_PATH, sizeof(HUTCH_CHAN_PATH));
+	/*
+	 * The socket of an earlier start of the container.  unlink() never
+	 * follows a symlink, so whatever the name is now, only the name goes.
+	 * The directory is sticky (root's, 01777): an entry another user made
+	 * stays, bind() then fails and there is no channel (hutch falls back).
+	 */
+	if (unlink(HUTCH_CHAN_PATH) < 0 && errno != ENOENT) {
+		agent_err("channel: cannot remove the old %s: %m",
+			  HUTCH_CHAN_PATH);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		agent_err("channel: socket: %m");
+		return -1;
+	}
+	/*
+	 * Mode 0666: hutch may connect as another uid than ours (rootless
+	 * Podman's user is the container's root, we may be any user).  Who
+	 * may actually talk is decided per connection (agent_chan_peer_ok), not by
+	 * the file's mode, which a command run as our user could change.
+	 */
+	old = umask(0111);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0 || listen(fd, 64) < 0) {
+		agent_err("channel: cannot serve %s: %m", HUTCH_CHAN_PATH);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void agent_chan_reaped(pid_t pid)
+{
+	for (unsigned int i = 0; i < AGENT_CHAN_HANDLERS_MAX; i++)
+		if (handlers[i] == pid) {
+			handlers[i] = 0;
+			n_handlers--;
+			return;
+		}
+}
+
+/*
+ * Who may use the channel.  pid 0: the peer has no pid in our pid
+ * namespace, so it is outside the container; every process of the
+ * sandbox, whatever it does, has one.  uid 0: the container's root as
+ * the kernel maps the peer's uid into our user namespace (host root, or
+ * with rootless Podman the user whose container this is); any other
+ * host user maps to the overflow uid.  SO_PEERCRED is what the peer was
+ * at connect(), recorded by the kernel: nothing the peer sends can
+ * change it.
+ */
+bool agent_chan_peer_ok(int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 ||
+	    len != sizeof(uc))
+		return false;
+	return uc.pid == 0 && uc.uid == 0;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static uint16_t get_u16(const unsigned char *p)
+{
+	return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+/* A frame head for @type and @len at @p. */
+static void put_head(unsigned char *p, unsigned char type, uint32_t len)
+{
+	p[0] = type;
+	p[1] = p[2] = p[3] = 0;
+	put_u32(p + 4, len);
+}
+
+/* HELLO and REFUSED BUSY in one non-blocking send, then nothing: what
+ * PID 1 says itself when it cannot fork a handler.  A connection whose
+ * buffer cannot take these few bytes gets nothing (it is brand new). */
+static void refuse_busy_now(int fd, const char *why)
+{
+	struct utsname u;
+	unsigned char
+		buf[HUTCH_CHAN_HEAD * 2 + 12 + sizeof(u.nodename) + 4 + 128];
+	size_t len = 0, wlen = strlen(why), hlen = 0;
+
+	if (wlen > 127)
+		wlen = 127;
+	if (uname(&u) == 0)
+		hlen = strnlen(u.nodename, sizeof(u.nodename));
+	put_head(buf, HUTCH_CHAN_HELLO, (uint32_t)(12 + hlen));
+	put_u32(buf + 8, HUTCH_CHAN_VERSION);
+	put_u32(buf + 12, (uint32_t)getuid());
+	put_u32(buf + 16, (uint32_t)getgid());
+	memcpy(buf + 20, u.nodename, hlen);
+	len = 20 + hlen;
+	put_head(buf + len, HUTCH_CHAN_REFUSED, (uint32_t)(4 + wlen));
+	put_u32(buf + len + 8, HUTCH_CHAN_REFUSED_BUSY);
+	memcpy(buf + len + 12, why, wlen);
+	len += 12 + wlen;
+	if (send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* Nothing more to do: hutch sees the connection close. */
+	}
+}
+
+void agent_chan_accept(int lfd, int sfd)
+{
+	for (int round = 0; round < CHAN_ACCEPT_BATCH; round++) {
+		unsigned int slot;
+		pid_t pid;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return; /* EAGAIN: all taken; anything else: next wake */
+		if (!agent_chan_peer_ok(fd)) {
+			/* Not hutch: closed without a byte read or sent. */
+			close(fd);
+			continue;
+		}
+		if (n_handlers >= AGENT_CHAN_HANDLERS_MAX) {
+			refuse_busy_now(fd, "too many commands at once");
+			close(fd);
+			continue;
+		}
+		for (slot = 0; handlers[slot]; slot++)
+			;
+		pid = fork();
+		if (pid < 0) {
+			refuse_busy_now(fd, "cannot fork");
+			close(fd);
+			continue;
+		}
+		if (pid == 0) {
+			/* Neither fd is the handler's business; both are
+			 * close-on-exec anyway. */
+			close(lfd);
+			if (sfd >= 0)
+				close(sfd);
+			_exit(agent_chan_serve(fd, HUTCH_AGENT_BIN_DIR,
+					       AGENT_CHAN_REQ_TIMEOUT_MS));
+		}
+		handlers[slot] = pid;
+		n_handlers++;
+		close(fd);
+	}
+}
+
+/* --- the request -------------------------------------------------------- */
+
+/* A string of @p[0..@len) that ends with a NUL inside it: its length
+ * plus one, or 0 when there is none. */
+static size_t str_in(const char *p, size_t len)
+{
+	const char *nul = memchr(p, '\0', len);
+
+	return nul ? (size_t)(nul - p) + 1 : 0;
+}
+
+/*
+ * What may be executed: an agent of any build under @bin_dir
+ * ("BIN_DIR/hutch-agent-BUILD"), or HUTCH_AGENT_PATH.  Nothing else: the
+ * channel runs hutch's agent, which then runs the command (run, spawn),
+ * so the agent's own checks and confinement hold as on the engine path.
+ * The build part may hold neither '/' nor "..": one name, directly in
+ * the directory, which only the agent's owner can write.
+ */
+bool agent_chan_argv0_ok(const char *argv0, const char *bin_dir)
+{
+	static const char name[] = HUTCH_AGENT_NAME "-";
+	size_t dlen = strlen(bin_dir);
+	const char *build;
+
+	if (!strcmp(argv0, HUTCH_AGENT_PATH))
+		return true;
+	if (strncmp(argv0, bin_dir, dlen) || argv0[dlen] != '/' ||
+	    strncmp(argv0 + dlen + 1, name, sizeof(name) - 1))
+		return false;
+	build = argv0 + dlen + 1 + sizeof(name) - 1;
+	return *build && !strchr(build, '/') && !strstr(build, "..");
+}
+
+void agent_chan_req_free(struct agent_chan_req *r)
+{
+	if (!r)
+		return;
+	free(r->argv);
+	free(r->env);
+	r->argv = r->env = NULL;
+}
+
+int agent_chan_parse_req(const char *p, size_t len, const char *bin_dir,
+			 struct agent_chan_req *r, const char **why)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t off = 16, n, i;
+
+	memset(r, 0, sizeof(*r));
+	if (len < 16) {
+		*why = "request too short";
+		return -1;
+	}
+	r->flags = get_u32(u);
+	r->rows = get_u16(u + 4);
+	r->cols = get_u16(u + 6);
+	r->argc = get_u32(u + 8);
+	r->envc = get_u32(u + 12);
+	if (r->flags & ~(HUTCH_CHAN_F_STDIN | HUTCH_CHAN_F_TTY)) {
+		*why = "unknown flags";
+		return -1;
+	}
+	/* Every string takes at least its NUL: counts past what the
+	 * payload can hold are refused before anything is allocated. */
+	if (r->argc < 1 || r->argc > len - off ||
+	    r->envc > len - off - r->argc) {
+		*why = "bad argument or environment count";
+		return -1;
+	}
+	r->argv = calloc((size_t)r->argc + 1, sizeof(char *));
+	r->env = calloc((size_t)r->envc + 1, sizeof(char *));
+	if (!r->argv || !r->env) {
+		*why = "out of memory";
+		goto fail;
+	}
+	for (i = 0; i < (size_t)r->argc + r->envc; i++) {
+		n = off < len ? str_in(p + off, len - off) : 0;
+		if (!n) {
+			*why = "a string is not NUL-terminated";
+			goto fail;
+		}
+		if (i < r->argc)
+			r->argv[i] = (char *)p + off;
+		else
+			r->env[i - r->argc] = (char *)p + off;
+		off += n;
+	}
+	if (off != len) {
+		*why = "bytes after the last string";
+		goto fail;
+	}
+	for (i = 0; i < r->envc; i++)
+		/* NAME=VALUE with a name, as an engine's exec takes them. */
+		if (r->env[i][0] == '=' || !strchr(r->env[i], '=')) {
+			*why = "an environment entry is not NAME=VALUE";
+			goto fail;
+		}
+	if (!agent_chan_argv0_ok(r->argv[0], bin_dir)) {
+		*why = "argv[0] is not hutch's agent";
+		goto fail;
+	}
+	return 0;
+fail:
+	agent_chan_req_free(r);
+	return -1;
+}
+
+/* --- the handler ----------------------------------------------------------- */
+
+struct handler {
+	int conn;
+	int sfd;    /* signalfd: SIGCHLD */
+	int out[2]; /* stdout, stderr (pty: the master in out[0]); -1 */
+	int in;	    /* stdin pipe's write end, or the master; -1 */
+	bool tty;
+	bool host_gone; /* EOF or error on conn: stop relaying to it */
+	pid_t child;	/* 0 once reaped */
+	int status;	/* its wait status */
+	struct timespec ended;
+	/* One output frame on its way to hutch. */
+	unsigned char obuf[HUTCH_CHAN_HEAD + CHAN_OUT_CHUNK];
+	size_t olen, ooff;
+	/* One input frame being read, then (STDIN) written to the process. */
+	unsigned char ihead[HUTCH_CHAN_HEAD];
+	size_t ihave; /* bytes of head + payload read */
+	unsigned char *ibuf;
+	uint32_t ilen;
+	size_t ioff;   /* STDIN: payload bytes written to the process */
+	bool ipending; /* a STDIN payload waiting to be written */
+};
+
+static long long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t->tv_sec) * 1000 +
+	       (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/*
+ * Write all of @buf to the connection, waiting for it (the handler has
+ * nothing else to do while it sends HELLO, STARTED, REFUSED or EXIT).
+ * -1 once hutch is gone.
+ */
+static int send_all(int conn, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(conn, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pf = { conn, POLLOUT, 0 };
+
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int send_frame(int conn, unsigned char type, const void *payload,
+		      size_t len)
+{
+	unsigned char head[HUTCH_CHAN_HEAD];
+
+	put_head(head, type, (uint32_t)len);
+	if (send_all(conn, head, sizeof(head)) < 0)
+		return -1;
+	return len ? send_all(conn, payload, len) : 0;
+}
+
+static int send_u32(int conn, unsigned char type, uint32_t v)
+{
+	unsigned char b[4];
+
+	put_u32(b, v);
+	return send_frame(conn, type, b, 4);
+}
+
+static void send_refused(int conn, uint32_t reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void send_refused(int conn, uint32_t reason, const char *fmt, ...)
+{
+	char line[4 + 512];
+	va_list ap;
+	int n;
+
+	put_u32((unsigned char *)line, reason);
+	va_start(ap, fmt);
+	n = vsnprintf(line + 4, sizeof(line) - 4, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(line) - 4)
+		n = (int)sizeof(line) - 5;
+	send_frame(conn, HUTCH_CHAN_REFUSED, line, 4 + (size_t)n);
+}
+
+static int send_hello(int conn)
+{
+	struct utsname u;
+	unsigned char buf[12 + sizeof(u.nodename)];
+	size_t hlen = 0;
+
+	if (uname(&u) == 0)
+		hlen = strnlen(u.nodename, sizeof(u.nodename));
+	put_u32(buf, HUTCH_CHAN_VERSION);
+	put_u32(buf + 4, (uint32_t)getuid());
+	put_u32(buf + 8, (uint32_t)getgid());
+	memcpy(buf + 12, u.nodename, hlen);
+	return send_frame(conn, HUTCH_CHAN_HELLO, buf, 12 + hlen);
+}
+
+/*
+ * Read exactly @len bytes before @deadline_ms (since @start) passes.
+ * 0, or -1 (EOF, error or too late).
+ */
+static int recv_by(int conn, void *buf, size_t len,
+		   const struct timespec *start, int deadline_ms)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(conn, p, len, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			struct pollfd pf = { conn, POLLIN, 0 };
+			long long left = deadline_ms - ms_since(start);
+
+			if (left <= 0)
+				return -1;
+			if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* PID 1's environment with @req's entries added; an entry of PID 1's
+ * whose name the request sets is left out (the request's wins). */
+static char **make_env(char **req, uint32_t nreq)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ && environ[n])
+		n++;
+	env = calloc(n + nreq + 1, sizeof(char *));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		bool over = false;
+
+		for (uint32_t j = 0; j < nreq && !over; j++)
+			over = !strncmp(req[j], environ[i], nl) &&
+			       req[j][nl] == '=';
+		if (!over)
+			env[k++] = environ[i];
+	}
+	for (uint32_t j = 0; j < nreq; j++)
+		env[k++] = req[j];
+	env[k] = NULL;
+	return env;
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL); /* fails for SIGKILL...: fine */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/*
+ * The process, between fork and execve.  A session of its own, as an
+ * engine's exec is not in the container init's session: only PID 1 and
+ * its handlers are in session 1, which is how "kill" tells a handler
+ * from a process of the sandbox (proctree.c).  With a terminal, the
+ * terminal is its controlling one.  Its execve's errno goes to @errfd.
+ */
+static void __attribute__((noreturn))
+child_exec(const struct agent_chan_req *r, char **env, int in, int out, int err,
+	   int errfd)
+{
+	int e;
+
+	if (setsid() < 0)
+		goto fail;
+	if (r->flags & HUTCH_CHAN_F_TTY && ioctl(in, TIOCSCTTY, 0) < 0)
+		goto fail;
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	/* Nothing PID 1 may have inherited from the engine reaches the
+	 * command: everything above 2 closes at execve (our own fds are
+	 * close-on-exec already; @errfd must stay so). */
+	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+	if (chdir("/") < 0)
+		goto fail;
+	reset_signals();
+	execve(r->argv[0], r->argv, env);
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* The handler sees no STARTED either way. */
+	}
+	_exit(127);
+}
+
+/* Open a terminal pair: the master (ours) and the slave (the process's),
+ * both close-on-exec; the slave is dup2()ed onto 0..2 in the child. */
+static int open_pty(int *master, int *slave, uint16_t rows, uint16_t cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	char *name;
+
+	/* Not TIOCGPTPEER: valgrind does not know it. */
+	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -1;
+	if (grantpt(*master) < 0 || unlockpt(*master) < 0 ||
+	    !(name = ptsname(*master)))
+		goto fail;
+	*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*slave < 0)
+		goto fail;
+	if (rows && cols)
+		ioctl(*master, TIOCSWINSZ, &ws);
+	return 0;
+fail:
+	close(*master);
+	*master = -1;
+	return -1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/*
+ * Start the request's process.  0 with h->child and our ends of its
+ * stdio set, STARTED sent; -1 with REFUSED sent (nothing ran).
+ */
+static int start_process(struct handler *h, const struct agent_chan_req *r)
+{
+	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	int ep[2] = { -1, -1 }, master = -1, slave = -1, e = 0;
+	char **env = make_env(r->env, r->envc);
+	ssize_t n;
+	pid_t pid;
+
+	if (!env) {
+		send_refused(h->conn, HUTCH_CHAN_REFUSED_BUSY, "out of memory");
+		return -1;
+	}
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		goto busy;
+	if (h->tty) {
+		if (open_pty(&master, &slave, r->rows, r->cols) < 0)
+			goto busy;
+	} else {
+		if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
+			goto busy;
+		if (r->flags & HUTCH_CHAN_F_STDIN) {
+			if (pipe2(pin, O_CLOEXEC) < 0)
+				goto busy;
+		} else {
+			pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (pin[0] < 0)
+				goto busy;
+		}
+	}
+	pid = fork();
+	if (pid < 0)
+		goto busy;
+	if (pid == 0) {
+		if (h->tty)
+			child_exec(r, env, slave, slave, slave, ep[1]);
+		child_exec(r, env, pin[0], pout[1], perr[1], ep[1]);
+	}
+	h->child = pid;
+	close_fd(&ep[1]);
+	close_fd(&slave);
+	close_fd(&pin[0]);
+	close_fd(&pout[1]);
+	close_fd(&perr[1]);
+	free(env);
+	env = NULL;
+	/* EOF: execve succeeded (the pipe closed with it); else its errno. */
+	do
+		n = read(ep[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close_fd(&ep[0]);
+	if (n == sizeof(e)) {
+		/* It exits (127) right after saying so: reaped here. */
+		waitpid(pid, NULL, 0);
+		h->child = 0;
+		close_fd(&master);
+		close_fd(&pin[1]);
+		close_fd(&pout[0]);
+		close_fd(&perr[0]);
+		if (e == ENOENT || e == EACCES || e == ENOEXEC || e == ENOTDIR)
+			send_refused(h->conn, HUTCH_CHAN_REFUSED_MISSING,
+				     "%s: %s", r->argv[0], strerror(e));
+		else
+			send_refused(h->conn, HUTCH_CHAN_REFUSED_BUSY,
+				     "cannot start %s: %s", r->argv[0],
+				     strerror(e));
+		return -1;
+	}
+	if (h->tty) {
+		h->out[0] = master;
+		h->in = master;
+	} else {
+		h->out[0] = pout[0];
+		h->out[1] = perr[0];
+		h->in = pin[1];
+	}
+	for (int i = 0; i < 2; i++)
+		if (h->out[i] >= 0)
+			fcntl(h->out[i], F_SETFL, O_NONBLOCK);
+	if (h->in >= 0 && h->in != h->out[0])
+		fcntl(h->in, F_SETFL, O_NONBLOCK);
+	send_u32(h->conn, HUTCH_CHAN_STARTED, (uint32_t)pid);
+	return 0;
+busy:
+	e = errno;
+	close_fd(&ep[0]);
+	close_fd(&ep[1]);
+	close_fd(&master);
+	close_fd(&slave);
+	close_fd(&pin[0]);
+	close_fd(&pin[1]);
+	close_fd(&pout[0]);
+	close_fd(&pout[1]);
+	close_fd(&perr[0]);
+	close_fd(&perr[1]);
+	free(env);
+	send_refused(h->conn, HUTCH_CHAN_REFUSED_BUSY, "cannot start %s: %s",
+		     r->argv[0], strerror(e));
+	return -1;
+}
+
+static void host_left(struct handler *h)
+{
+	h->host_gone = true;
+	h->olen = h->ooff = 0;
+	h->ipending = false;
+	/* An engine exec whose client left gets EOF on stdin; the process
+	 * itself runs on (hutch kills by tag when it means to). */
+	if (!h->tty)
+		close_fd(&h->in);
+}
+
+/* Read one piece of output from out[@i] into a frame, when none waits
+ * to be sent (one frame at most: memory stays bounded whatever the
+ * process writes, and a slow hutch slows the reading, not the memory).
+ * With hutch gone, the piece is thrown away. */
+static void pump_out(struct handler *h, int i)
+{
+	ssize_t n;
+
+	n = read(h->out[i], h->obuf + HUTCH_CHAN_HEAD, CHAN_OUT_CHUNK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* EOF, or EIO on a master whose slave is closed by all. */
+		if (h->tty)
+			h->in = -1; /* the same fd */
+		close_fd(&h->out[i]);
+		return;
+	}
+	if (h->host_gone)
+		return;
+	put_head(h->obuf,
+		 (unsigned char)(i == 0 ? HUTCH_CHAN_STDOUT :
+					  HUTCH_CHAN_STDERR),
+		 (uint32_t)n);
+	h->olen = HUTCH_CHAN_HEAD + (size_t)n;
+	h->ooff = 0;
+}
+
+static void flush_out(struct handler *h)
+{
+	while (h->ooff < h->olen) {
+		ssize_t n = send(h->conn, h->obuf + h->ooff, h->olen - h->ooff,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			host_left(h);
+			return;
+		}
+		h->ooff += (size_t)n;
+	}
+	h->olen = h->ooff = 0;
+}
+
+/* Write what is left of the pending STDIN payload, without blocking. */
+static void flush_in(struct handler *h)
+{
+	while (h->ipending && h->ioff < h->ilen) {
+		ssize_t n;
+
+		if (h->in < 0) {
+			h->ipending = false;
+			return;
+		}
+		n = write(h->in, h->ibuf + h->ioff, h->ilen - h->ioff);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) {
+			/* EPIPE (the process closed its stdin) or EIO: the
+			 * rest of the input is dropped, as an engine does. */
+			if (!h->tty)
+				close_fd(&h->in);
+			h->ipending = false;
+			return;
+		}
+		h->ioff += (size_t)n;
+	}
+	h->ipending = false;
+}
+
+/* One complete frame from hutch.  -1: a protocol error (hutch broken). */
+static int on_frame(struct handler *h, unsigned char type)
+{
+	struct winsize ws;
+
+	switch (type) {
+	case HUTCH_CHAN_STDIN:
+		if (h->ilen && h->in >= 0) {
+			h->ipending = true;
+			h->ioff = 0;
+			flush_in(h);
+		}
+		return 0;
+	case HUTCH_CHAN_STDIN_END:
+		if (h->ilen)
+			return -1;
+		/* With a terminal, EOF is a byte (^D) hutch sends itself. */
+		if (!h->tty)
+			close_fd(&h->in);
+		return 0;
+	case HUTCH_CHAN_RESIZE:
+		if (h->ilen != 4)
+			return -1;
+		if (h->tty && h->out[0] >= 0) {
+			memset(&ws, 0, sizeof(ws));
+			ws.ws_row = get_u16(h->ibuf);
+			ws.ws_col = get_u16(h->ibuf + 2);
+			ioctl(h->out[0], TIOCSWINSZ, &ws);
+		}
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Read from hutch what is there: at most CHAN_FRAMES_A_ROUND frames,
+ * and none after a STDIN frame that waits to be written, so that input
+ * never keeps the loop from the process's output. */
+static void pump_conn(struct handler *h)
+{
+	for (int frames = 0; frames < CHAN_FRAMES_A_ROUND;) {
+		size_t want;
+		unsigned char *dst;
+		ssize_t n;
+
+		if (h->ihave < HUTCH_CHAN_HEAD) {
+			dst = h->ihead + h->ihave;
+			want = HUTCH_CHAN_HEAD - h->ihave;
+		} else {
+			dst = h->ibuf + (h->ihave - HUTCH_CHAN_HEAD);
+			want = h->ilen - (h->ihave - HUTCH_CHAN_HEAD);
+		}
+		n = want ? recv(h->conn, dst, want, MSG_DONTWAIT) : 0;
+		if (want && n < 0 && errno == EINTR)
+			continue;
+		if (want && n < 0 && errno == EAGAIN)
+			return;
+		if (want && n <= 0) {
+			host_left(h);
+			return;
+		}
+		h->ihave += (size_t)n;
+		if (h->ihave == HUTCH_CHAN_HEAD) {
+			h->ilen = get_u32(h->ihead + 4);
+			/* Oversize, or a head that is not ours: hutch is
+			 * broken; nothing it sends can be trusted now. */
+			if (h->ilen > HUTCH_CHAN_FRAME_MAX || h->ihead[1] ||
+			    h->ihead[2] || h->ihead[3]) {
+				host_left(h);
+				return;
+			}
+		}
+		if (h->ihave < HUTCH_CHAN_HEAD ||
+		    h->ihave < HUTCH_CHAN_HEAD + (size_t)h->ilen)
+			continue;
+		h->ihave = 0;
+		frames++;
+		if (on_frame(h, h->ihead[0]) < 0) {
+			host_left(h);
+			return;
+		}
+		if (h->ipending)
+			return; /* no more input until this one is written */
+	}
+}
+
+static void reap_child(struct handler *h)
+{
+	struct signalfd_siginfo si;
+	int status;
+
+	while (read(h->sfd, &si, sizeof(si)) == sizeof(si))
+		;
+	if (h->child > 0 && waitpid(h->child, &status, WNOHANG) == h->child) {
+		h->status = status;
+		h->child = 0;
+		clock_gettime(CLOCK_MONOTONIC, &h->ended);
+	}
+}
+
+static int32_t exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return HUTCH_AGENT_EXIT_INTERNAL;
+}
+
+/* Relay until the process has ended and its output is sent (or the
+ * drain time has passed), then EXIT. */
+static void relay(struct handler *h)
+{
+	struct pollfd p[5];
+
+	for (;;) {
+		bool ended = h->child == 0;
+		int timeout = -1, np;
+		short cev;
+
+		if (ended) {
+			long long left = CHAN_DRAIN_MS - ms_since(&h->ended);
+
+			if ((h->out[0] < 0 && h->out[1] < 0) || left <= 0)
+				break;
+			timeout = (int)left + 1;
+		}
+		np = 0;
+		p[np++] = (struct pollfd){ h->sfd, POLLIN, 0 };
+		/* Not at all while it has nothing to do: a hung-up peer's
+		 * POLLHUP would otherwise wake us for ever while a STDIN
+		 * frame waits for the process to read. */
+		cev = (short)((h->olen ? POLLOUT : 0) |
+			      (h->ipending ? 0 : POLLIN));
+		p[np++] = (struct pollfd){ h->host_gone || !cev ? -1 : h->conn,
+					   cev, 0 };
+		/* No reading while a frame waits to be sent. */
+		p[np++] =
+			(struct pollfd){ h->olen ? -1 : h->out[0], POLLIN, 0 };
+		p[np++] =
+			(struct pollfd){ h->olen ? -1 : h->out[1], POLLIN, 0 };
+		p[np++] =
+			(struct pollfd){ h->ipending && h->in >= 0 ? h->in : -1,
+					 POLLOUT, 0 };
+		if (poll(p, (nfds_t)np, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (p[0].revents)
+			reap_child(h);
+		if (p[4].revents)
+			flush_in(h);
+		if (p[1].revents & POLLOUT)
+			flush_out(h);
+		if (!h->host_gone && !h->ipending &&
+		    (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			pump_conn(h);
+		for (int i = 0; i < 2; i++)
+			if (!h->olen && h->out[i] >= 0 && p[2 + i].revents)
+				pump_out(h, i);
+		if (h->olen && !h->host_gone)
+			flush_out(h);
+	}
+	/* What the process wrote was sent (or hutch is gone): EXIT. */
+	if (!h->host_gone && (!h->olen || send_all(h->conn, h->obuf + h->ooff,
+						   h->olen - h->ooff) == 0))
+		send_u32(h->conn, HUTCH_CHAN_EXIT,
+			 (uint32_t)exit_status(h->status));
+}
+
+/*
+ * Close the connection so that hutch reads all we sent, then EOF.  A unix
+ * socket closed with bytes it never read makes the peer's next read fail
+ * (ECONNRESET) instead of reporting EOF, and a refusal may come before
+ * the request's end was read.  So: our end of writing first, then what
+ * hutch still sends is read and dropped until it closes, for at most
+ * @ms and CHAN_LINGER_MAX bytes.
+ */
+static void linger_close(int conn, int ms)
+{
+	static char sink[4096];
+	struct timespec t0;
+	size_t total = 0;
+
+	shutdown(conn, SHUT_WR);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (total < CHAN_LINGER_MAX) {
+		struct pollfd pf = { conn, POLLIN, 0 };
+		long long left = ms - ms_since(&t0);
+		ssize_t n = recv(conn, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (n > 0) {
+			total += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR) || left <= 0)
+			break;
+		if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR)
+			break;
+	}
+	close(conn);
+}
+
+int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
+{
+	static struct handler h;
+	struct agent_chan_req r;
+	unsigned char head[HUTCH_CHAN_HEAD];
+	struct timespec start;
+	sigset_t chld;
+	const char *why = NULL;
+	uint32_t len;
+	char *req = NULL;
+
+	memset(&h, 0, sizeof(h));
+	h.conn = conn;
+	h.out[0] = h.out[1] = h.in = h.sfd = -1;
+	/* PID 1's mask and dispositions are not ours; SIGPIPE is ignored
+	 * (writes to a closed stdin are EPIPE, sends use MSG_NOSIGNAL), and
+	 * SIGCHLD comes through a signalfd. */
+	reset_signals();
+	signal(SIGPIPE, SIG_IGN);
+	/* PID 1's 0..2 are the container's log and such; were one closed,
+	 * a pipe made below could take its number and be dup2()ed over in
+	 * the process.  Held open on /dev/null (the process gets its own). */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDWR) != fd)
+			goto out;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	h.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (h.sfd < 0 || send_hello(conn) < 0)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	/* The request, in time: a peer that connects and says nothing must
+	 * not hold a handler (one of a bounded number) for ever. */
+	if (recv_by(conn, head, sizeof(head), &start, req_timeout_ms) < 0)
+		goto out;
+	len = get_u32(head + 4);
+	if (head[0] != HUTCH_CHAN_REQ || len > HUTCH_CHAN_REQ_MAX) {
+		send_refused(conn, HUTCH_CHAN_REFUSED_BAD,
+			     "expected a request of at most %u bytes",
+			     HUTCH_CHAN_REQ_MAX);
+		goto out;
+	}
+	req = malloc(len ? len : 1);
+	if (!req) {
+		send_refused(conn, HUTCH_CHAN_REFUSED_BUSY, "out of memory");
+		goto out;
+	}
+	if (recv_by(conn, req, len, &start, req_timeout_ms) < 0)
+		goto out;
+	if (agent_chan_parse_req(req, len, bin_dir, &r, &why) < 0) {
+		send_refused(conn, HUTCH_CHAN_REFUSED_BAD, "%s", why);
+		goto out;
+	}
+	h.tty = r.flags & HUTCH_CHAN_F_TTY;
+	h.ibuf = malloc(HUTCH_CHAN_FRAME_MAX);
+	if (!h.ibuf) {
+		send_refused(conn, HUTCH_CHAN_REFUSED_BUSY, "out of memory");
+		agent_chan_req_free(&r);
+		goto out;
+	}
+	if (start_process(&h, &r) == 0) {
+		/* The request is in the process now: its memory goes
+		 * before the relay, which may last. */
+		agent_chan_req_free(&r);
+		free(req);
+		req = NULL;
+		relay(&h);
+	}
+	agent_chan_req_free(&r);
+out:
+	free(req);
+	free(h.ibuf);
+	h.ibuf = NULL;
+	close_fd(&h.out[1]);
+	if (h.in != h.out[0])
+		close_fd(&h.in);
+	close_fd(&h.out[0]);
+	close_fd(&h.sfd);
+	linger_close(conn, h.host_gone ? 0 : CHAN_LINGER_MS);
+	return 0;
+}
