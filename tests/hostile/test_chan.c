@@ -162,7 +162,7 @@ IT_TEST(chan, a_swapped_socket_name_is_not_followed)
 	char bpath[128], script[512], path[16];
 	it_result r;
 	const char *swaps[] = {
-		"ln -s %s /.hutch/chan/agent.sock",
+		"ln -s BAIT /.hutch/chan/agent.sock",
 		"mkfifo /.hutch/chan/agent.sock",
 		"echo x > /.hutch/chan/agent.sock",
 		"mkdir /.hutch/chan/agent.sock",
@@ -175,8 +175,15 @@ IT_TEST(chan, a_swapped_socket_name_is_not_followed)
 	expect_channel(s);
 	for (size_t i = 0; i < sizeof(swaps) / sizeof(swaps[0]); i++) {
 		char swap[256];
+		const char *bait_at = strstr(swaps[i], "BAIT");
 
-		snprintf(swap, sizeof(swap), swaps[i], bpath);
+		/* The host socket's path in place of BAIT. */
+		if (bait_at)
+			snprintf(swap, sizeof(swap), "%.*s%s%s",
+				 (int)(bait_at - swaps[i]), swaps[i], bpath,
+				 bait_at + 4);
+		else
+			snprintf(swap, sizeof(swap), "%s", swaps[i]);
 		snprintf(script, sizeof(script),
 			 "rm -rf /.hutch/chan/agent.sock && %s", swap);
 		sh_ok(s, script);
