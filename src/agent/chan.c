@@ -71,6 +71,9 @@
  * connections costs a bounded number of processes. */
 static pid_t handlers[AGENT_CHAN_HANDLERS_MAX];
 static unsigned int n_handlers;
+/* In a handler: how many other handlers PID 1 had when it forked this
+ * one (HELLO's busy). */
+static unsigned int busy_at_fork;
 
 int agent_chan_listen(void)
 {
@@ -187,19 +190,20 @@ static void refuse_busy_now(int fd, const char *why)
 {
 	struct utsname u;
 	unsigned char
-		buf[HUTCH_CHAN_HEAD * 2 + 12 + sizeof(u.nodename) + 4 + 128];
+		buf[HUTCH_CHAN_HEAD * 2 + 16 + sizeof(u.nodename) + 4 + 128];
 	size_t len = 0, wlen = strlen(why), hlen = 0;
 
 	if (wlen > 127)
 		wlen = 127;
 	if (uname(&u) == 0)
 		hlen = strnlen(u.nodename, sizeof(u.nodename));
-	put_head(buf, HUTCH_CHAN_HELLO, (uint32_t)(12 + hlen));
+	put_head(buf, HUTCH_CHAN_HELLO, (uint32_t)(16 + hlen));
 	put_u32(buf + 8, HUTCH_CHAN_VERSION);
 	put_u32(buf + 12, (uint32_t)getuid());
 	put_u32(buf + 16, (uint32_t)getgid());
-	memcpy(buf + 20, u.nodename, hlen);
-	len = 20 + hlen;
+	put_u32(buf + 20, n_handlers);
+	memcpy(buf + 24, u.nodename, hlen);
+	len = 24 + hlen;
 	put_head(buf + len, HUTCH_CHAN_REFUSED, (uint32_t)(4 + wlen));
 	put_u32(buf + len + 8, HUTCH_CHAN_REFUSED_BUSY);
 	memcpy(buf + len + 12, why, wlen);
@@ -230,6 +234,7 @@ void agent_chan_accept(int lfd, int sfd)
 		}
 		for (slot = 0; handlers[slot]; slot++)
 			;
+		busy_at_fork = n_handlers;
 		pid = fork();
 		if (pid < 0) {
 			refuse_busy_now(fd, "cannot fork");
@@ -463,7 +468,7 @@ static void send_refused(int conn, uint32_t reason, const char *fmt, ...)
 static int send_hello(int conn)
 {
 	struct utsname u;
-	unsigned char buf[12 + sizeof(u.nodename)];
+	unsigned char buf[16 + sizeof(u.nodename)];
 	size_t hlen = 0;
 
 	if (uname(&u) == 0)
@@ -471,8 +476,9 @@ static int send_hello(int conn)
 	put_u32(buf, HUTCH_CHAN_VERSION);
 	put_u32(buf + 4, (uint32_t)getuid());
 	put_u32(buf + 8, (uint32_t)getgid());
-	memcpy(buf + 12, u.nodename, hlen);
-	return send_frame(conn, HUTCH_CHAN_HELLO, buf, 12 + hlen);
+	put_u32(buf + 12, busy_at_fork);
+	memcpy(buf + 16, u.nodename, hlen);
+	return send_frame(conn, HUTCH_CHAN_HELLO, buf, 16 + hlen);
 }
 
 /*

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,12 +146,174 @@ void hutch__chan_free(struct hutch__chan *c)
 	free(c);
 }
 
+static void known_drop(hutch_engine *e, const char *container, pid_t pid);
+
 void hutch__chan_forget(hutch_session *s)
 {
+	/* The container may have been replaced: what the engine's other
+	 * handles knew of it goes too. */
+	known_drop(s->engine, s->container, 0);
 	if (!s->chan)
 		return;
 	chan_reset(s->chan);
 	s->chan->none_until = 0;
+}
+
+/*
+ * What every handle of one engine knows: the channels found, so that a new
+ * session handle (each batch job, each MCP call, each thread) does not
+ * inspect its container again.  Shared by the engine's threads under
+ * `lock`; each entry owns its descriptors, and a handle is given
+ * duplicates of them, so an entry dropped or evicted under one thread
+ * never closes what another is using.  Nothing in it is trusted more than
+ * in a handle's own cache: every connection is checked against the pid
+ * and pidfd as if just found (chan_connect), and a stale entry is dropped.
+ */
+#define KNOWN_MAX 256
+
+struct known {
+	char *container;
+	struct hutch__chan c;
+	unsigned long long used;
+};
+
+struct hutch__chan_known {
+	pthread_mutex_t lock;
+	struct known v[KNOWN_MAX];
+	size_t n;
+};
+
+static struct hutch__chan_known *known_of(hutch_engine *e)
+{
+	struct hutch__chan_known *k;
+
+	pthread_mutex_lock(&e->lock);
+	if (!e->chan_known && (k = calloc(1, sizeof(*k)))) {
+		pthread_mutex_init(&k->lock, NULL);
+		e->chan_known = k;
+	}
+	k = e->chan_known;
+	pthread_mutex_unlock(&e->lock);
+	return k;
+}
+
+static void known_clear(struct known *en)
+{
+	free(en->container);
+	en->container = NULL;
+	chan_reset(&en->c);
+}
+
+void hutch__chan_known_free(hutch_engine *e)
+{
+	struct hutch__chan_known *k = e->chan_known;
+
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->n; i++)
+		known_clear(&k->v[i]);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+	e->chan_known = NULL;
+}
+
+/* dst (reset) gets src's facts and duplicates of its descriptors: 0, -1. */
+static int chan_copy(struct hutch__chan *dst, const struct hutch__chan *src)
+{
+	chan_reset(dst);
+	dst->sock = fcntl(src->sock, F_DUPFD_CLOEXEC, 3);
+	dst->pidfd = fcntl(src->pidfd, F_DUPFD_CLOEXEC, 3);
+	if (dst->sock < 0 || dst->pidfd < 0) {
+		chan_reset(dst);
+		return -1;
+	}
+	dst->pid = src->pid;
+	memcpy(dst->hostname, src->hostname, sizeof(dst->hostname));
+	dst->have_ids = src->have_ids;
+	dst->uid = src->uid;
+	dst->gid = src->gid;
+	return 0;
+}
+
+static struct known *known_find(struct hutch__chan_known *k,
+				const char *container)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (strcmp(k->v[i].container, container) == 0)
+			return &k->v[i];
+	return NULL;
+}
+
+/* A handle's cache from the engine's: 0 when it knew the container. */
+static int known_get(hutch_engine *e, const char *container,
+		     struct hutch__chan *c)
+{
+	struct hutch__chan_known *k = known_of(e);
+	struct known *en;
+	int rc = -1;
+
+	if (!k)
+		return -1;
+	pthread_mutex_lock(&k->lock);
+	en = known_find(k, container);
+	if (en && chan_copy(c, &en->c) == 0) {
+		en->used = hutch__now_ms();
+		rc = 0;
+	}
+	pthread_mutex_unlock(&k->lock);
+	return rc;
+}
+
+/* Remember what a handle found and checked (the least recently used entry
+ * goes when the table is full). */
+static void known_put(hutch_engine *e, const char *container,
+		      const struct hutch__chan *c)
+{
+	struct hutch__chan_known *k = known_of(e);
+	struct known *en, fresh = { 0 };
+
+	if (!k)
+		return;
+	fresh.c.sock = fresh.c.pidfd = -1;
+	if (!(fresh.container = strdup(container)) ||
+	    chan_copy(&fresh.c, c) < 0) {
+		known_clear(&fresh);
+		return;
+	}
+	fresh.used = hutch__now_ms();
+	pthread_mutex_lock(&k->lock);
+	en = known_find(k, container);
+	if (!en && k->n < KNOWN_MAX)
+		en = &k->v[k->n++];
+	if (!en) {
+		en = &k->v[0];
+		for (size_t i = 1; i < k->n; i++)
+			if (k->v[i].used < en->used)
+				en = &k->v[i];
+	}
+	if (en->container)
+		known_clear(en);
+	*en = fresh;
+	pthread_mutex_unlock(&k->lock);
+}
+
+/* Forget `container` (pid 0: whatever was known; else only that pid's:
+ * another thread may have put a newer one meanwhile). */
+static void known_drop(hutch_engine *e, const char *container, pid_t pid)
+{
+	struct hutch__chan_known *k = known_of(e);
+	struct known *en;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	en = known_find(k, container);
+	if (en && (!pid || en->c.pid == pid)) {
+		known_clear(en);
+		*en = k->v[--k->n];
+		k->v[k->n] = (struct known){ .c = { .sock = -1, .pidfd = -1 } };
+	}
+	pthread_mutex_unlock(&k->lock);
 }
 
 static struct hutch__chan *chan_new(void)
@@ -406,7 +569,7 @@ int hutch__chan_read_hello(int fd, unsigned long long deadline_ms,
 			   struct hutch__chan_hello *hello, char *why,
 			   size_t whysz)
 {
-	unsigned char head[HUTCH_CHAN_HEAD], body[12 + 256];
+	unsigned char head[HUTCH_CHAN_HEAD], body[16 + 256];
 	uint32_t len;
 	size_t name;
 
@@ -414,7 +577,7 @@ int hutch__chan_read_hello(int fd, unsigned long long deadline_ms,
 		return -1;
 	len = be32(head + 4);
 	if (head[0] != HUTCH_CHAN_HELLO || head[1] || head[2] || head[3] ||
-	    len < 12 || len > sizeof(body)) {
+	    len < 16 || len > sizeof(body)) {
 		snprintf(why, whysz, "the agent's first frame is not a HELLO");
 		return -1;
 	}
@@ -423,15 +586,16 @@ int hutch__chan_read_hello(int fd, unsigned long long deadline_ms,
 	hello->version = be32(body);
 	hello->uid = be32(body + 4);
 	hello->gid = be32(body + 8);
-	name = len - 12;
+	hello->busy = be32(body + 12);
+	name = len - 16;
 	/* A trailing NUL is allowed, none inside. */
-	if (name && body[12 + name - 1] == '\0')
+	if (name && body[16 + name - 1] == '\0')
 		name--;
-	if (name >= sizeof(hello->hostname) || memchr(body + 12, '\0', name)) {
+	if (name >= sizeof(hello->hostname) || memchr(body + 16, '\0', name)) {
 		snprintf(why, whysz, "the agent's HELLO is malformed");
 		return -1;
 	}
-	memcpy(hello->hostname, body + 12, name);
+	memcpy(hello->hostname, body + 16, name);
 	hello->hostname[name] = '\0';
 	return 0;
 }
@@ -1110,10 +1274,14 @@ static int chan_open(hutch_engine *e, const char *container,
 		     struct hutch__chan *c, const char *user,
 		     struct hutch__chan_hello *hello, char *why, size_t whysz)
 {
-	int fd;
+	int fd, known = 0;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (c->sock < 0) {
+		if (c->sock < 0 && attempt == 0 &&
+		    known_get(e, container, c) == 0) {
+			known = 1;
+		} else if (c->sock < 0) {
+			known = 0;
 			if (hutch__now_ms() < c->none_until) {
 				snprintf(why, whysz, "none found lately");
 				return -1;
@@ -1131,6 +1299,7 @@ static int chan_open(hutch_engine *e, const char *container,
 		}
 		fd = chan_connect(c, why, whysz);
 		if (fd == -2) {
+			known_drop(e, container, c->pid);
 			chan_reset(c);
 			continue;
 		}
@@ -1155,12 +1324,17 @@ static int chan_open(hutch_engine *e, const char *container,
 			snprintf(why, whysz,
 				 "the agent's hostname is not the container's");
 			close(fd);
+			known_drop(e, container, c->pid);
 			chan_reset(c);
 			return -1;
 		}
 		c->uid = hello->uid;
 		c->gid = hello->gid;
 		c->have_ids = 1;
+		/* Checked as a fresh find is: the engine's other handles may
+		 * start from it (each of their connections checked again). */
+		if (!known)
+			known_put(e, container, c);
 		return fd;
 	}
 	return -1;
@@ -1190,8 +1364,9 @@ int hutch__chan_exec(hutch_session *s, const struct hutch__exec_spec *spec,
 				   what, err);
 }
 
-int hutch__chan_probe(hutch_engine *e, const char *container, char *why,
-		      size_t whysz, hutch_error **err)
+int hutch__chan_probe(hutch_engine *e, const char *container,
+		      unsigned int *busy, char *why, size_t whysz,
+		      hutch_error **err)
 {
 	struct hutch__chan_hello hello;
 	struct hutch__chan *c;
@@ -1214,11 +1389,14 @@ int hutch__chan_probe(hutch_engine *e, const char *container, char *why,
 	if (fd < 0)
 		return 0;
 	close(fd);
+	if (busy)
+		*busy = hello.busy;
 	return 1;
 }
 
 int hutch_session_fast_path(hutch_session *s, char *why, size_t whysz,
 			    hutch_error **err)
 {
-	return hutch__chan_probe(s->engine, s->container, why, whysz, err);
+	return hutch__chan_probe(s->engine, s->container, NULL, why, whysz,
+				 err);
 }

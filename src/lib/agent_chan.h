@@ -33,6 +33,8 @@
 struct hutch__chan;
 /* Accepts NULL. */
 void hutch__chan_free(struct hutch__chan *c);
+/* The engine's own table of channels found (hutch_engine_free). */
+void hutch__chan_known_free(hutch_engine *e);
 /* Forget what was found: the container may have been replaced. */
 void hutch__chan_forget(hutch_session *s);
 
@@ -82,12 +84,15 @@ int hutch__chan_enabled(void);
 
 /*
  * Try the channel of container `container` on engine `e` once, without
- * running anything (for hutch doctor): 1 when it was found and its peer
- * verified (the agent's HELLO read), 0 when not (why in `why`), or a
- * negative code when the engine could not be asked.
+ * running anything (hutch doctor, and gc's "busy"): 1 when it was found
+ * and its peer verified (the agent's HELLO read; *busy, when not NULL,
+ * gets how many requests the agent was serving besides this one), 0 when
+ * not (why in `why`), or a negative code when the engine could not be
+ * asked.
  */
-int hutch__chan_probe(hutch_engine *e, const char *container, char *why,
-		      size_t whysz, hutch_error **err);
+int hutch__chan_probe(hutch_engine *e, const char *container,
+		      unsigned int *busy, char *why, size_t whysz,
+		      hutch_error **err);
 
 /* ---- for the unit tests: the parts that need no container ------------- */
 
@@ -99,6 +104,7 @@ int hutch__chan_verify_peer(int fd, pid_t pid, int pidfd, char *why,
 /* What HELLO said. */
 struct hutch__chan_hello {
 	uint32_t version, uid, gid;
+	uint32_t busy; /* other requests the agent was serving */
 	char hostname[256];
 };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "agent_chan.h"
 #include "engine_api.h"
 #include "engine_internal.h"
 #include "error.h"
@@ -304,6 +305,7 @@ void hutch_engine_free(hutch_engine *e)
 	if (!e)
 		return;
 	hutch__http_pool_free(e);
+	hutch__chan_known_free(e);
 	for (size_t i = 0; i < e->ncandidates; i++) {
 		free(e->urls[i]);
 		free(e->sockets[i]);

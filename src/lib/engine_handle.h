@@ -59,6 +59,9 @@ struct hutch_engine {
 	size_t busy, peak; /* connections in use now / at most so far */
 	void *share;	   /* CURLSH: TLS sessions and DNS for the pool */
 	pthread_mutex_t share_lock;
+	/* The agents' channels found through this engine (agent_chan.c),
+	 * made at first use under `lock`. */
+	struct hutch__chan_known *chan_known;
 };
 
 #endif

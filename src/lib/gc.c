@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "agent_blob.h"
+#include "agent_chan.h"
 #include "common.h"
 #include "engine_api.h"
 #include "engine_api_exec.h"
@@ -225,6 +226,18 @@ static int busy(hutch_engine *e, const char *container, hutch_error **err)
 		running = ex.running;
 	}
 	json_object_put(obj);
+	/* A command that took the agent's channel is no engine exec: its
+	 * agent says how many requests it serves (HELLO's busy, counted by
+	 * PID 1, which only hutch's connections reach).  No channel (an
+	 * older session, a remote engine): the execs above were all. */
+	if (!running) {
+		unsigned int serving = 0;
+		char why[256];
+
+		if (hutch__chan_probe(e, container, &serving, why, sizeof(why),
+				      NULL) == 1)
+			running = serving > 0;
+	}
 	return running;
 }
 

@@ -75,7 +75,10 @@
 #define HUTCH_CHAN_STDOUT 1
 #define HUTCH_CHAN_STDERR 2
 /* First frame, sent at once: u32 version, u32 uid, u32 gid (the agent's,
- * which every command it runs gets), then the container's hostname. */
+ * which every command it runs gets), u32 busy (how many other requests
+ * PID 1's handlers were serving when this connection came: what "hutch
+ * gc" asks, as it asks the engine for running execs), then the
+ * container's hostname. */
 #define HUTCH_CHAN_HELLO 0x10
 /* The request's process runs (its execve succeeded): u32 its pid. */
 #define HUTCH_CHAN_STARTED 0x11

@@ -189,7 +189,7 @@ static void read_all(int fd, struct outcome *o)
 		switch (h[0]) {
 		case HUTCH_CHAN_HELLO:
 			cr_assert_not(o->hello);
-			cr_assert_geq(len, 12);
+			cr_assert_geq(len, 16);
 			cr_assert_eq(get32(p), HUTCH_CHAN_VERSION);
 			o->hello = true;
 			break;

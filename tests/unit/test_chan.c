@@ -341,7 +341,7 @@ static void expect_hello(struct conv *c)
 
 	cr_assert(next_frame(c, &f));
 	cr_assert_eq(f.type, HUTCH_CHAN_HELLO);
-	cr_assert_geq(f.len, 12);
+	cr_assert_geq(f.len, 16);
 	cr_assert_eq(u32(f.p), HUTCH_CHAN_VERSION);
 	cr_assert_eq(u32(f.p + 4), (uint32_t)getuid());
 	cr_assert_eq(u32(f.p + 8), (uint32_t)getgid());

@@ -964,12 +964,13 @@ static int read_full(int fd, void *buf, size_t len)
 
 static int send_hello(int fd)
 {
-	unsigned char hello[12 + 8];
+	unsigned char hello[16 + 8];
 
 	put_be32(hello, 1);
 	put_be32(hello + 4, (uint32_t)getuid());
 	put_be32(hello + 8, (uint32_t)getgid());
-	memcpy(hello + 12, "fakehost", 8);
+	put_be32(hello + 12, 0);
+	memcpy(hello + 16, "fakehost", 8);
 	return send_frame(fd, 0x10, hello, sizeof(hello));
 }
 

@@ -76,7 +76,7 @@ static int do_listen(const char *path, const char *log, int no_accept)
 {
 	struct sockaddr_un sa;
 	char acc[4096], buf[65536];
-	unsigned char hello[HUTCH_CHAN_HEAD + 12 + 65];
+	unsigned char hello[HUTCH_CHAN_HEAD + 16 + 65];
 	struct utsname u;
 	size_t hn;
 	int l, c;
@@ -100,17 +100,18 @@ static int do_listen(const char *path, const char *log, int no_accept)
 			pause();
 	uname(&u);
 	hn = strlen(u.nodename);
-	head(hello, HUTCH_CHAN_HELLO, (uint32_t)(12 + hn));
+	head(hello, HUTCH_CHAN_HELLO, (uint32_t)(16 + hn));
 	put32(hello + HUTCH_CHAN_HEAD, HUTCH_CHAN_VERSION);
 	put32(hello + HUTCH_CHAN_HEAD + 4, (uint32_t)getuid());
 	put32(hello + HUTCH_CHAN_HEAD + 8, (uint32_t)getgid());
-	memcpy(hello + HUTCH_CHAN_HEAD + 12, u.nodename, hn);
+	put32(hello + HUTCH_CHAN_HEAD + 12, 0);
+	memcpy(hello + HUTCH_CHAN_HEAD + 16, u.nodename, hn);
 	for (;;) {
 		c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
 		append(acc, "accepted\n", 9);
-		if (write(c, hello, HUTCH_CHAN_HEAD + 12 + hn) < 0) {
+		if (write(c, hello, HUTCH_CHAN_HEAD + 16 + hn) < 0) {
 			/* The host may have closed at once. */
 		}
 		while ((n = read(c, buf, sizeof(buf))) > 0)
