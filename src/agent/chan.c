@@ -1035,6 +1035,16 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 	 * SIGCHLD comes through a signalfd. */
 	reset_signals();
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * Out of PID 1's process group (still in its session, which is how
+	 * kill tells a handler: proctree.c): a signal a command routes at
+	 * group 1 (F_SETOWN -1 with F_SETSIG, which init ignores) would
+	 * otherwise end every handler and lose their commands' results
+	 * (process::sigio_at_init_does_not_end_the_sandbox).  The group of
+	 * our own is refused to the command we run, as we are (confine.c).
+	 */
+	if (setpgid(0, 0) < 0)
+		goto out;
 	/* PID 1's 0..2 are the container's log and such; were one closed,
 	 * a pipe made below could take its number and be dup2()ed over in
 	 * the process.  Held open on /dev/null (the process gets its own). */

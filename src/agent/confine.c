@@ -183,7 +183,7 @@ static void block_ioctl_setown(struct prog *p, long nr)
 static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
 			 bool x32, pid_t agent, pid_t pgrp, pid_t parent)
 {
-	uint32_t kill_v[4], one[2], own_v[3];
+	uint32_t kill_v[5], one[2], own_v[4];
 	int nkill = 0, nown = 0, none = 0;
 	unsigned int start, jump_at;
 
@@ -196,8 +196,12 @@ static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
 		own_v[nown++] = (uint32_t)-pgrp;
 	}
 	if (parent > 1) {
+		/* A channel handler leads a process group of its own (chan.c),
+		 * so its group is refused too. */
 		kill_v[nkill++] = (uint32_t)parent;
+		kill_v[nkill++] = (uint32_t)-parent;
 		own_v[nown++] = (uint32_t)parent;
+		own_v[nown++] = (uint32_t)-parent;
 		one[none++] = (uint32_t)parent;
 	}
 

@@ -91,7 +91,10 @@ static const char exec_out[] =
 	"\"stderr_truncated\":{\"type\":\"boolean\"},"
 	"\"stdout_omitted_bytes\":{\"type\":\"integer\"},"
 	"\"stderr_omitted_bytes\":{\"type\":\"integer\"},"
-	"\"retried\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"}},"
+	"\"retried\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"integer\"},"
+	"\"path\":{\"type\":\"string\",\"enum\":[\"agent\",\"engine\"],"
+	"\"description\":\"how the command was run: the session agent's own "
+	"channel, or the engine's exec\"}},"
 	"\"required\":[\"session\",\"argv\",\"exit_code\",\"status\",\"stdout\","
 	"\"stderr\"]}";
 

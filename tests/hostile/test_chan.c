@@ -51,14 +51,16 @@ static int fast_path_off(void)
 	return v && strcmp(v, "0") == 0;
 }
 
-/* A directory for the session's workspace, holding the tool. */
-static void workspace(char *dir, size_t dirsz)
+/* A directory for the session's workspace, holding the tool, given to
+ * the session's user (`owner`: 1000, or 0 for root), who writes the
+ * tool's logs there. */
+static void workspace(char *dir, size_t dirsz, unsigned int owner)
 {
 	snprintf(dir, dirsz, "/tmp/hutch-hostile-chan-%ld-XXXXXX",
 		 (long)getppid());
 	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-	/* The session's user, whoever it is, writes the tool's logs here. */
-	cr_assert_eq(chmod(dir, 01777), 0);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	cr_assert_eq(chown(dir, owner, owner), 0, "chown: %s", strerror(errno));
 	hostile_install_tool("chanfake", dir);
 }
 
@@ -263,7 +265,7 @@ IT_TEST(chan, an_impostor_gets_no_request)
 	char *log, *acc;
 	it_result r;
 
-	workspace(dir, sizeof(dir));
+	workspace(dir, sizeof(dir), 1000);
 	up(s, dir, NULL);
 	expect_channel(s);
 	start_impostor(s, "");
@@ -299,7 +301,7 @@ IT_TEST(chan, an_impostor_that_never_accepts_holds_nothing_up)
 	const char *s = it_session();
 	char dir[PATH_MAX], path[16];
 
-	workspace(dir, sizeof(dir));
+	workspace(dir, sizeof(dir), 1000);
 	up(s, dir, NULL);
 	expect_channel(s);
 	start_impostor(s, "--no-accept");
@@ -321,7 +323,7 @@ static void inside_connect(const char *user)
 	char dir[PATH_MAX];
 	it_result r;
 
-	workspace(dir, sizeof(dir));
+	workspace(dir, sizeof(dir), user ? 0 : 1000);
 	up(s, dir, user);
 	expect_channel(s);
 	r = sh(s, "/workspace/chanfake connect /.hutch/chan/agent.sock");
@@ -390,7 +392,9 @@ IT_TEST(chan, a_request_is_not_readable_beside_it)
 	cr_assert(seen, "the command given the secret did not start");
 	r = sh(s, "for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; "
 		  "done 2>/dev/null </dev/null | tr '\\0' '\\n' "
-		  "| grep -c " SECRET "; true");
+		  /* [e] keeps the pattern from matching grep's own command
+		   * line. */
+		  "| grep -c 'chan-secret-4f1d9a7c0[e]'; true");
 	IT_ASSERT_EXIT(r, 0, "reading every process beside the command");
 	cr_assert_str_eq(r.out, "0\n", "a command beside it read the secret");
 	it_result_free(&r);
