@@ -46,7 +46,8 @@ int agent_seccomp_install(void);
  * PID 1 calls agent_chan_listen() once (the listening fd, or -1: no
  * channel), agent_chan_accept() when it is readable (each connection
  * from hutch gets a forked handler; @sfd is PID 1's signalfd, closed in
- * the handler) and agent_chan_reaped() for every child it reaps.
+ * the handler), agent_chan_reaped() for every child it reaps and
+ * agent_chan_stopped() for every child it sees stopped.
  */
 #define AGENT_CHAN_HANDLERS_MAX 256
 #define AGENT_CHAN_REQ_TIMEOUT_MS 10000
@@ -59,6 +60,9 @@ struct agent_chan_req {
 int agent_chan_listen(void);
 void agent_chan_accept(int lfd, int sfd);
 void agent_chan_reaped(pid_t pid);
+/* PID 1's child @pid was stopped: a handler is killed (nothing of hutch's
+ * stops one). */
+void agent_chan_stopped(pid_t pid);
 /* Whether the peer of @fd may use the channel: outside our pid
  * namespace (pid 0) and the container's root. */
 bool agent_chan_peer_ok(int fd);

@@ -136,6 +136,25 @@ void agent_chan_reaped(pid_t pid)
 }
 
 /*
+ * A handler stopped (SIGSTOP, SIGTSTP...): never hutch's doing, so a
+ * process of the sandbox, which runs as our user and may signal a handler
+ * (only the command a handler started is kept from it: confine.c).
+ * Stopped, it would never end nor let go of its slot: HELLO's busy would
+ * count it for ever and gc would never take the session.  Killed, it is
+ * what a process of the sandbox could have done itself (killed the
+ * handler): its command's result is lost.  @pid is our unreaped child, so
+ * it cannot be another process by now.
+ */
+void agent_chan_stopped(pid_t pid)
+{
+	for (unsigned int i = 0; i < AGENT_CHAN_HANDLERS_MAX; i++)
+		if (handlers[i] == pid) {
+			kill(pid, SIGKILL);
+			return;
+		}
+}
+
+/*
  * Who may use the channel.  pid 0: the peer has no pid in our pid
  * namespace, so it is outside the container; every process of the
  * sandbox, whatever it does, has one.  uid 0: the container's root as

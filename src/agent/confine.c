@@ -183,13 +183,18 @@ static void block_ioctl_setown(struct prog *p, long nr)
 static void arch_section(struct prog *p, uint32_t arch, const struct nrs *n,
 			 bool x32, pid_t agent, pid_t pgrp, pid_t parent)
 {
-	uint32_t kill_v[5], one[2], own_v[4];
+	uint32_t kill_v[5], one[2], own_v[5];
 	int nkill = 0, nown = 0, none = 0;
 	unsigned int start, jump_at;
 
 	kill_v[nkill++] = (uint32_t)agent;
 	kill_v[nkill++] = (uint32_t)-1;
 	own_v[nown++] = (uint32_t)agent;
+	/* F_SETOWN(-1) is process group 1: PID 1, which ignores such a
+	 * signal (run.c, from_engine), and the channel's handlers (chan.c),
+	 * which do not, the command's own among them.  kill() cannot name
+	 * group 1 (kill(-1) is everything, blocked above); F_SETOWN can. */
+	own_v[nown++] = (uint32_t)-1;
 	one[none++] = (uint32_t)agent;
 	if (pgrp > 1) {
 		kill_v[nkill++] = (uint32_t)-pgrp;

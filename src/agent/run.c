@@ -61,10 +61,18 @@ void agent_default_signal(int sig)
 static void reap_all(void)
 {
 	pid_t pid;
+	int st;
 
-	/* Orphans of the container, and the channel's ended handlers. */
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-		agent_chan_reaped(pid);
+	/* Orphans of the container, and the channel's ended handlers.
+	 * WUNTRACED: a stopped child is reported too (once per stop), so
+	 * that a handler stopped by a process of the sandbox does not live,
+	 * and count as busy, for ever (agent_chan_stopped). */
+	while ((pid = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+		if (WIFSTOPPED(st))
+			agent_chan_stopped(pid);
+		else
+			agent_chan_reaped(pid);
+	}
 }
 
 /*

@@ -43,6 +43,9 @@
 #include "hostile.h"
 
 #define SECRET "chan-secret-4f1d9a7c0e"
+/* A pattern matching SECRET that does not hold it: a scan whose own
+ * command line (and its agent's) holds the pattern must not find itself. */
+#define SECRET_RE "chan-secret-4f1d9a7c0[e]"
 
 static int fast_path_off(void)
 {
@@ -392,9 +395,7 @@ IT_TEST(chan, a_request_is_not_readable_beside_it)
 	cr_assert(seen, "the command given the secret did not start");
 	r = sh(s, "for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; "
 		  "done 2>/dev/null </dev/null | tr '\\0' '\\n' "
-		  /* [e] keeps the pattern from matching grep's own command
-		   * line. */
-		  "| grep -c 'chan-secret-4f1d9a7c0[e]'; true");
+		  "| grep -c '" SECRET_RE "'; true");
 	IT_ASSERT_EXIT(r, 0, "reading every process beside the command");
 	cr_assert_str_eq(r.out, "0\n", "a command beside it read the secret");
 	it_result_free(&r);
@@ -405,4 +406,62 @@ IT_TEST(chan, a_request_is_not_readable_beside_it)
 						  "\"path\":\"agent\""),
 		  "the command with the secret took another path: %s", r.out);
 	it_result_free(&r);
+}
+
+/* 5. gc cannot be stopped by its session (doc/threat-model.md): a command
+ * that stops (SIGSTOP) the channel's handler of another command keeps
+ * that handler, and so HELLO's "busy", alive for ever unless PID 1 does
+ * something about it; gc would then skip the idle session for ever.  The
+ * stopper runs in the background, finds the handler as proctree.c does
+ * (the parent, a child of PID 1 in session 1, of the agent whose command
+ * line holds the victim's marker), stops it and exits. */
+IT_TEST(chan, a_stopped_handler_does_not_keep_gc_away)
+{
+	const char *s = it_session();
+	/* The marker split in the stopper's own text, so that it does not
+	 * find itself. */
+	const char *stopper =
+		"touch /tmp/stopper-on; "
+		"while [ ! -e /tmp/stopper-off ]; do "
+		"for d in /proc/[0-9]*; do "
+		"case \"$(tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" in "
+		"*vic\"\"tim-7q*) ;; *) continue;; esac; "
+		"set -- $(cat $d/stat 2>/dev/null); pp=$4; "
+		"set -- $(cat /proc/$pp/stat 2>/dev/null); "
+		"if [ \"$4 $6\" = \"1 1\" ]; then "
+		"kill -STOP $pp && echo $pp > /tmp/stopped && exit 0; fi; "
+		"done; done";
+	int on = 0, stopped;
+	it_result r;
+
+	up(s, NULL, NULL);
+	expect_channel(s);
+	r = it_hutch("exec", s, "-d", "--", "sh", "-c", stopper, NULL);
+	IT_ASSERT_EXIT(r, 0, "start the stopper");
+	it_result_free(&r);
+	for (int i = 0; i < 100 && !on; i++) {
+		r = sh(s, "test -e /tmp/stopper-on");
+		on = r.status == 0;
+		it_result_free(&r);
+		if (!on)
+			it_sleep(0.1);
+	}
+	cr_assert(on, "the stopper did not start");
+	/* The victim: long enough for the stopper to find it; its outcome
+	 * is not what is tested (hutch gives up on it after its timeout). */
+	r = it_hutch("exec", s, "--timeout", "3", "--", "sh", "-c",
+		     ": victim-7q; sleep 1", NULL);
+	it_result_free(&r);
+	r = sh(s, "touch /tmp/stopper-off; test -s /tmp/stopped");
+	stopped = r.status == 0;
+	it_result_free(&r);
+	if (!fast_path_off())
+		/* Not vacuous: the handler was found and stopped. */
+		cr_assert(stopped, "the stopper found no handler to stop");
+	r = it_hutch("gc", "--idle", "0", "--match", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "gc");
+	it_result_free(&r);
+	cr_assert_eq(it_count_containers(s), 0,
+		     "gc did not remove the idle session whose command "
+		     "stopped a handler of PID 1's channel (busy for ever)");
 }
