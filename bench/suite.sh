@@ -30,7 +30,8 @@
 #                             server reached directly on the host
 # and a Markdown table at the end (what README's Benchmark section shows).
 #
-# Knobs: BENCH_RUNS (warm exec runs, 30), BENCH_COLD_RUNS (10),
+# Knobs: BENCH_SECTIONS (which of 1..6 to run, default all: 3 is both
+# syncs, 6 is io.sh), BENCH_RUNS (warm exec runs, 30), BENCH_COLD_RUNS (10),
 # BENCH_SYNC_RUNS (3), BENCH_JOBS (execs per throughput point, 192),
 # BENCH_PARALLEL ("1 8 64").  Needs hyperfine, GNU time, curl, tar, and a
 # built tree (HUTCH_BUILDDIR, default the current directory).  A benchmark,
@@ -99,10 +100,17 @@ rss_run() { /usr/bin/time -f '%M %e' -o "$tmp/time" sh -c "$1" >/dev/null 2>"$tm
 	awk '{ printf "%.0f %.2f\n", $1 / 1024, $2 }' "$tmp/time"; }
 row() { printf '  %-34s %10s %s\n' "$1" "$2" "${3:-}"; }
 declare -A R # results for the table
+mb=102.4 # sync: 10,000 x 10,240 bytes, in MB
+mbs() { awk -v m="$mb" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", m / s; else printf "-" }'; }
+mbs1() { awk -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", 1073.741824 / s; else printf "-" }'; }
+# BENCH_SECTIONS: the sections to run ("1 4 5 6", default all); a section
+# not run is "-" in the table.
+want() { case " ${BENCH_SECTIONS:-1 2 3 4 5 6} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "== $kind at $url, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "${H[@]}" up "$warm" >/dev/null
 
+if want 1; then
 # ---- 1. warm exec latency ----------------------------------------------------
 echo "-- 1. warm exec of 'true' ($runs runs each, warm container)"
 hyperfine -N -w 5 -r "$runs" --export-csv "$tmp/h.csv" "${H[*]} exec $warm true" >/dev/null
@@ -130,6 +138,9 @@ row "raw floor (process)" "${R[lat_f]} ms"
 row "raw floor (in-process loop)" "${R[lat_loop]} ms"
 row "${cli[0]} exec (process)" "${R[lat_c]} ms"
 
+fi
+
+if want 2; then
 # ---- 2. cold session creation -------------------------------------------------
 echo "-- 2. cold session creation ($cold_runs runs each; removal not timed)"
 cold=bench-cold-$$
@@ -152,6 +163,9 @@ row "hutch up (new session)" "${R[cold_h]} ms"
 row "raw create + start" "${R[cold_f]} ms" "hutch/floor $(ratio "${R[cold_h]}" "${R[cold_f]}")"
 row "${cli[0]} run -d" "${R[cold_c]} ms" "hutch/cli   $(ratio "${R[cold_h]}" "${R[cold_c]}")"
 
+fi
+
+if want 3; then
 # ---- 3. sync-in ---------------------------------------------------------------
 echo "-- 3. sync-in of 10,000 files of 10 KiB ($sync_runs runs each)"
 src=$tmp/tree
@@ -159,7 +173,6 @@ for i in 0 1 2 3 4 5 6 7 8 9; do
 	mkdir -p "$src/d$i"
 	head -c $((1000 * 10240)) /dev/urandom | split -b 10240 -a 3 -d - "$src/d$i/f"
 done
-mb=102.4 # 10,000 x 10,240 bytes, in MB
 ctr=hutch-$warm
 # Empty the workspace as root and as the session's user: tar and docker cp
 # leave root's files, sync-in the user's, and a session without
@@ -190,7 +203,6 @@ for n in "${sync_names[@]}"; do
 done
 R[sync_c]=${R[sync_c]:--}
 R[sync_rss_c]=${R[sync_rss_c]:--}
-mbs() { awk -v m="$mb" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", m / s; else printf "-" }'; }
 row "hutch sync-in" "${R[sync_h]} s" "$(mbs "${R[sync_h]}") MB/s, peak RSS ${R[sync_rss_h]} MB"
 row "tar | curl PUT archive" "${R[sync_f]} s" "$(mbs "${R[sync_f]}") MB/s, peak RSS ${R[sync_rss_f]} MB, hutch/floor $(ratio "${R[sync_h]}" "${R[sync_f]}")"
 row "${cli[0]} cp" "${R[sync_c]} s" "$(mbs "${R[sync_c]}") MB/s, peak RSS ${R[sync_rss_c]} MB, hutch/cli $(ratio "${R[sync_h]}" "${R[sync_c]}")"
@@ -221,10 +233,12 @@ row "curl GET archive | tar" "${R[out_f]} s" "$(mbs "${R[out_f]}") MB/s, peak RS
 row "${cli[0]} cp (out)" "${R[out_c]} s" "$(mbs "${R[out_c]}") MB/s, peak RSS ${R[out_rss_c]} MB, hutch/cli $(ratio "${R[out_h]}" "${R[out_c]}")"
 sh -c "$clear_ws"
 
+fi
+
+if want 4; then
 # ---- 4. a command printing 1 GiB -------------------------------------------------
 echo "-- 4. a command printing 1 GiB (one run each)"
 gib="head -c 1073741824 /dev/zero"
-mbs1() { awk -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", 1073.741824 / s; else printf "-" }'; }
 read -r R[gib_rss_h] R[gib_h] < <(rss_run "${H[*]} exec $warm -- $gib")
 read -r R[gib_rss_he] R[gib_he] < <(rss_run "${HE[*]} exec $warm -- $gib")
 read -r R[gib_rss_j] R[gib_j] < <(rss_run "${H[*]} exec $warm --json -- $gib")
@@ -238,6 +252,9 @@ row "hutch exec --json (1 MiB caps)" "${R[gib_j]} s" "peak RSS ${R[gib_rss_j]} M
 row "raw floor" "${R[gib_f]} s" "peak RSS ${R[gib_rss_f]} MB, hutch/floor $(ratio "${R[gib_h]}" "${R[gib_f]}")"
 row "${cli[0]} exec" "${R[gib_c]} s" "peak RSS ${R[gib_rss_c]} MB, hutch/cli $(ratio "${R[gib_h]}" "${R[gib_c]}")"
 
+fi
+
+if want 5; then
 # ---- 5. throughput at N parallel sessions -------------------------------------------
 echo "-- 5. throughput: $jobs execs of 'true' over N sessions, N at a time"
 maxw=1
@@ -303,8 +320,13 @@ for w in $widths; do
 	row "N=$w: ${cli[0]} exec loops" "${R[tp_c_$w]}/s" "hutch/cli   $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}")"
 done
 
+fi
+
+if want 6; then
 # ---- 6, 7. stdin and port forwarding (bench/io.sh) ----------------------------------
 HUTCH_BUILDDIR=$builddir "$(dirname "$0")/io.sh" "$url" | tee "$tmp/io.txt"
+
+fi
 
 # ---- the table ------------------------------------------------------------------
 c=${cli[0]}
@@ -312,15 +334,15 @@ echo
 echo "For times a ratio below 1 means hutch is faster; for execs/s, above 1."
 echo "| $kind | hutch | hutch, engine path | raw API floor | $c CLI | hutch / floor | hutch / $c | hutch / engine path |"
 echo "|---|---|---|---|---|---|---|---|"
-echo "| warm exec \`true\`, process | ${R[lat_h]} ms | ${R[lat_he]} ms | ${R[lat_f]} ms | ${R[lat_c]} ms | $(ratio "${R[lat_h]}" "${R[lat_f]}") | $(ratio "${R[lat_h]}" "${R[lat_c]}") | $(ratio "${R[lat_h]}" "${R[lat_he]}") |"
-echo "| warm exec \`true\`, in-process loop | ${R[lat_hl]} ms | ${R[lat_hle]} ms | ${R[lat_loop]} ms | - | $(ratio "${R[lat_hl]}" "${R[lat_loop]}") | - | $(ratio "${R[lat_hl]}" "${R[lat_hle]}") |"
-echo "| cold session (\`up\` / create+start / \`run -d\`) | ${R[cold_h]} ms | - | ${R[cold_f]} ms | ${R[cold_c]} ms | $(ratio "${R[cold_h]}" "${R[cold_f]}") | $(ratio "${R[cold_h]}" "${R[cold_c]}") | - |"
-echo "| sync-in ${mb} MB, 10,000 files | ${R[sync_h]} s, $(mbs "${R[sync_h]}") MB/s, ${R[sync_rss_h]} MB RSS | - | ${R[sync_f]} s, ${R[sync_rss_f]} MB RSS | ${R[sync_c]} s, ${R[sync_rss_c]} MB RSS | $(ratio "${R[sync_h]}" "${R[sync_f]}") | $(ratio "${R[sync_h]}" "${R[sync_c]}") | - |"
-echo "| sync-out ${mb} MB, 10,000 files | ${R[out_h]} s, $(mbs "${R[out_h]}") MB/s, ${R[out_rss_h]} MB RSS | - | ${R[out_f]} s, ${R[out_rss_f]} MB RSS | ${R[out_c]} s, ${R[out_rss_c]} MB RSS | $(ratio "${R[out_h]}" "${R[out_f]}") | $(ratio "${R[out_h]}" "${R[out_c]}") | - |"
-echo "| 1 GiB of output | ${R[gib_h]} s, $(mbs1 "${R[gib_h]}") MB/s, ${R[gib_rss_h]} MB RSS (\`--json\`: ${R[gib_j]} s, ${R[gib_rss_j]} MB) | ${R[gib_he]} s, $(mbs1 "${R[gib_he]}") MB/s, ${R[gib_rss_he]} MB RSS | ${R[gib_f]} s, ${R[gib_rss_f]} MB RSS | ${R[gib_c]} s, ${R[gib_rss_c]} MB RSS | $(ratio "${R[gib_h]}" "${R[gib_f]}") | $(ratio "${R[gib_h]}" "${R[gib_c]}") | $(ratio "${R[gib_h]}" "${R[gib_he]}") |"
+echo "| warm exec \`true\`, process | ${R[lat_h]:--} ms | ${R[lat_he]:--} ms | ${R[lat_f]:--} ms | ${R[lat_c]:--} ms | $(ratio "${R[lat_h]:--}" "${R[lat_f]:--}") | $(ratio "${R[lat_h]:--}" "${R[lat_c]:--}") | $(ratio "${R[lat_h]:--}" "${R[lat_he]:--}") |"
+echo "| warm exec \`true\`, in-process loop | ${R[lat_hl]:--} ms | ${R[lat_hle]:--} ms | ${R[lat_loop]:--} ms | - | $(ratio "${R[lat_hl]:--}" "${R[lat_loop]:--}") | - | $(ratio "${R[lat_hl]:--}" "${R[lat_hle]:--}") |"
+echo "| cold session (\`up\` / create+start / \`run -d\`) | ${R[cold_h]:--} ms | - | ${R[cold_f]:--} ms | ${R[cold_c]:--} ms | $(ratio "${R[cold_h]:--}" "${R[cold_f]:--}") | $(ratio "${R[cold_h]:--}" "${R[cold_c]:--}") | - |"
+echo "| sync-in ${mb} MB, 10,000 files | ${R[sync_h]:--} s, $(mbs "${R[sync_h]:--}") MB/s, ${R[sync_rss_h]:--} MB RSS | - | ${R[sync_f]:--} s, ${R[sync_rss_f]:--} MB RSS | ${R[sync_c]:--} s, ${R[sync_rss_c]:--} MB RSS | $(ratio "${R[sync_h]:--}" "${R[sync_f]:--}") | $(ratio "${R[sync_h]:--}" "${R[sync_c]:--}") | - |"
+echo "| sync-out ${mb} MB, 10,000 files | ${R[out_h]:--} s, $(mbs "${R[out_h]:--}") MB/s, ${R[out_rss_h]:--} MB RSS | - | ${R[out_f]:--} s, ${R[out_rss_f]:--} MB RSS | ${R[out_c]:--} s, ${R[out_rss_c]:--} MB RSS | $(ratio "${R[out_h]:--}" "${R[out_f]:--}") | $(ratio "${R[out_h]:--}" "${R[out_c]:--}") | - |"
+echo "| 1 GiB of output | ${R[gib_h]:--} s, $(mbs1 "${R[gib_h]:--}") MB/s, ${R[gib_rss_h]:--} MB RSS (\`--json\`: ${R[gib_j]:--} s, ${R[gib_rss_j]:--} MB) | ${R[gib_he]:--} s, $(mbs1 "${R[gib_he]:--}") MB/s, ${R[gib_rss_he]:--} MB RSS | ${R[gib_f]:--} s, ${R[gib_rss_f]:--} MB RSS | ${R[gib_c]:--} s, ${R[gib_rss_c]:--} MB RSS | $(ratio "${R[gib_h]:--}" "${R[gib_f]:--}") | $(ratio "${R[gib_h]:--}" "${R[gib_c]:--}") | $(ratio "${R[gib_h]:--}" "${R[gib_he]:--}") |"
 for w in $widths; do
 	label="$w parallel sessions"
 	[ "$w" -ne 1 ] || label="1 session"
-	echo "| execs/s, $label (batch) | ${R[tp_h_$w]}/s (${R[tp_rss_$w]} MB RSS) | ${R[tp_he_$w]}/s (${R[tp_rsse_$w]} MB RSS) | ${R[tp_f_$w]}/s | ${R[tp_c_$w]}/s | $(ratio "${R[tp_h_$w]}" "${R[tp_f_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_c_$w]}") | $(ratio "${R[tp_h_$w]}" "${R[tp_he_$w]}") |"
+	echo "| execs/s, $label (batch) | ${R[tp_h_$w]:--}/s (${R[tp_rss_$w]:--} MB RSS) | ${R[tp_he_$w]:--}/s (${R[tp_rsse_$w]:--} MB RSS) | ${R[tp_f_$w]:--}/s | ${R[tp_c_$w]:--}/s | $(ratio "${R[tp_h_$w]:--}" "${R[tp_f_$w]:--}") | $(ratio "${R[tp_h_$w]:--}" "${R[tp_c_$w]:--}") | $(ratio "${R[tp_h_$w]:--}" "${R[tp_he_$w]:--}") |"
 done
-grep '^| ' "$tmp/io.txt"
+[ ! -f "$tmp/io.txt" ] || grep '^| ' "$tmp/io.txt"
