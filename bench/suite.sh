@@ -78,6 +78,7 @@ command -v "${cli[0]}" >/dev/null && "${cli[@]}" version >/dev/null 2>&1 && have
 
 tmp=$(mktemp -d /tmp/hutch-bench-XXXXXX)
 warm=bench-warm-$$
+ctr=hutch-$warm
 sessions=("$warm")
 cleanup() {
 	set +e
@@ -173,7 +174,7 @@ for i in 0 1 2 3 4 5 6 7 8 9; do
 	mkdir -p "$src/d$i"
 	head -c $((1000 * 10240)) /dev/urandom | split -b 10240 -a 3 -d - "$src/d$i/f"
 done
-ctr=hutch-$warm
+
 # Empty the workspace as root and as the session's user: tar and docker cp
 # leave root's files, sync-in the user's, and a session without
 # capabilities gives neither the right to remove the other's.
