@@ -1121,18 +1121,8 @@ static int run_loop(struct loop *l)
 			last_tick = now;
 		}
 		write_out(l);
-		timeout = 1000;
-		if (st->cancel || st->cancel2 || c->tty)
-			timeout = HUTCH__TICK_MS;
-		if (deadline) {
-			now = hutch__now_ms();
-			if (deadline <= now)
-				timeout = 0;
-			else if (deadline - now < (unsigned long long)timeout)
-				timeout = (int)(deadline - now);
-		}
-		if (c->more)
-			timeout = 0;
+		timeout = hutch__loop_timeout(
+			deadline, st->cancel || st->cancel2 || c->tty, c->more);
 		p[0] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 		if (l->want_write)
 			p[0].events |= POLLOUT;

@@ -1041,18 +1041,9 @@ static void up_loop(struct upgrade *u, int *timed_out, int *cancelled)
 			return;
 		if (u->phase == UP_STREAM)
 			up_write(u);
-		timeout = 1000;
-		if (req->cancel || req->cancel2 || req->tick)
-			timeout = HUTCH__TICK_MS;
-		if (deadline) {
-			now = hutch__now_ms();
-			if (deadline <= now)
-				timeout = 0;
-			else if (deadline - now < (unsigned long long)timeout)
-				timeout = (int)(deadline - now);
-		}
-		if (u->more)
-			timeout = 0;
+		timeout = hutch__loop_timeout(
+			deadline, req->cancel || req->cancel2 || req->tick,
+			u->more);
 		p[0] = (struct pollfd){ .fd = u->sock, .events = POLLIN };
 		if (u->want_write)
 			p[0].events |= POLLOUT;
@@ -1129,6 +1120,23 @@ again:
 		return rc;
 	return hutch__error_set(err, HUTCH_EFAILED, "POST %s: %s", u->req->path,
 				errbuf[0] ? errbuf : curl_easy_strerror(crc));
+}
+
+int hutch__loop_timeout(unsigned long long deadline, int often, int more)
+{
+	unsigned long long now;
+	int timeout = often ? HUTCH__TICK_MS : 1000;
+
+	if (more)
+		return 0;
+	if (deadline) {
+		now = hutch__now_ms();
+		if (deadline <= now)
+			return 0;
+		if (deadline - now < (unsigned long long)timeout)
+			timeout = (int)(deadline - now);
+	}
+	return timeout;
 }
 
 int hutch__http_upgrade(hutch_engine *e, const hutch__upgrade_request *req,

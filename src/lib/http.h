@@ -122,6 +122,15 @@ typedef struct {
  * connection broke (resp->status says whether the stream had begun).
  * resp->input_taken says how much of the input was consumed.
  */
+/*
+ * The poll() timeout of a stream's loop (hutch__http_upgrade's, and the
+ * agent's channel's): at most a second, HUTCH__TICK_MS when something is
+ * looked at between events (`often`: cancel flags, a terminal's size),
+ * never past `deadline` (0: none), 0 when reads stopped with data left
+ * (`more`).
+ */
+int hutch__loop_timeout(unsigned long long deadline, int often, int more);
+
 int hutch__http_upgrade(hutch_engine *e, const hutch__upgrade_request *req,
 			hutch__response *resp, hutch_error **err);
 
