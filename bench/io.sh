@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/io.sh - standard input and port forwarding, each against its floor:
 #
-#   6. stdin throughput      1 GiB piped into `hutch exec -i S -- wc -c`, on
+#   6. stdin throughput      1 GiB piped into `hutch exec -i S -- dd`, on
 #                            the agent's channel and the engine's exec |
 #                            `docker exec -i` (podman) of the same; MB/s and
 #                            hutch's peak RSS
@@ -71,16 +71,20 @@ ctr=hutch-$s
 # ---- 6. stdin throughput --------------------------------------------------------
 gib=1073741824
 echo "-- 6. 1 GiB through stdin (one run each)"
-# in_run KEY CMD...: 1 GiB piped into CMD exec -i $s -- wc -c; seconds
+# in_run KEY CMD...: 1 GiB piped into CMD exec -i $s -- $sink; seconds
 # into R[in_KEY], peak RSS (MB) into R[in_rss_KEY].  GNU time measures sh
 # and its children: head's RSS is small and fixed, hutch's is the rest
-# (the peak of any one process is what %M reports).
+# (the peak of any one process is what %M reports).  The sink is dd, in
+# whole 1 MiB blocks (its "1024+0 records in" is the byte count), not
+# busybox's wc -c, which alone counts no more than ~220 MB/s.
+sink="dd of=/dev/null bs=1048576 iflag=fullblock"
+counted() { grep -qx "$((gib / 1048576))+0 records in" "$tmp/count"; }
 in_run() {
 	local key=$1 rss sec
 	shift
 	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
-		"head -c $gib /dev/zero | $* exec -i $s -- wc -c" >"$tmp/count"
-	[ "$(tr -d ' \n' <"$tmp/count")" = "$gib" ] || die "$* exec -i: $(cat "$tmp/count") bytes arrived"
+		"head -c $gib /dev/zero | $* exec -i $s -- $sink" >"$tmp/count" 2>&1
+	counted || die "$* exec -i: $(cat "$tmp/count")"
 	read -r rss sec <"$tmp/time"
 	R[in_$key]=$sec
 	R[in_rss_$key]=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')
@@ -91,8 +95,8 @@ R[in_rss]=${R[in_rss_h]}
 R[in_c]=-
 if [ -n "$have_cli" ]; then
 	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
-		"head -c $gib /dev/zero | ${cli[*]} exec -i $ctr wc -c" >"$tmp/count"
-	[ "$(tr -d ' \n' <"$tmp/count")" = "$gib" ] || die "${cli[0]} exec -i: $(cat "$tmp/count") bytes"
+		"head -c $gib /dev/zero | ${cli[*]} exec -i $ctr $sink" >"$tmp/count" 2>&1
+	counted || die "${cli[0]} exec -i: $(cat "$tmp/count")"
 	read -r rss sec <"$tmp/time"
 	R[in_c]=$sec
 	R[in_c_rss]=$(awk -v k="$rss" 'BEGIN { printf "%.0f", k / 1024 }')

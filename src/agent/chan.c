@@ -49,8 +49,13 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* Output is read in pieces of at most this many bytes, one frame each. */
-#define CHAN_OUT_CHUNK 65536u
+/* Output is read in pieces of at most this many bytes, one frame each;
+ * a pipe that fills a pipe's default size (64 KiB) in one read is grown
+ * to it, once: heavy output then costs a quarter of the calls and
+ * wake-ups, and a quiet command's pipes keep their default size (they
+ * count against the user's pipe memory, shared by every session). */
+#define CHAN_OUT_CHUNK 262144u
+#define PIPE_DEFAULT 65536
 /* After the process has ended: how long its output may still come (a
  * background process holding the pipes or terminal must not keep the
  * EXIT from hutch). */
@@ -391,6 +396,8 @@ struct handler {
 	int out[2]; /* stdout, stderr (pty: the master in out[0]); -1 */
 	int in;	    /* stdin pipe's write end, or the master; -1 */
 	bool tty;
+	bool grown[2];	/* out[i] grown to CHAN_OUT_CHUNK (pump_out) */
+	bool grown_in;	/* in, the same (on_frame) */
 	bool host_gone; /* EOF or error on conn: stop relaying to it */
 	pid_t child;	/* 0 once reaped */
 	int status;	/* its wait status */
@@ -608,6 +615,29 @@ fail:
 	_exit(127);
 }
 
+/*
+ * vfork, not fork, as run.c starts the command: no copy of our page
+ * tables on a command's path.  Safe for the same reasons: child_exec()
+ * ends in execve or _exit, makes system calls only (@r and @env are read,
+ * not written), and every signal is held until it has reset its own
+ * dispositions.  We resume once it has exec'd or exited.  A function of
+ * its own, so that no variable of the caller lives across the vfork.
+ */
+static pid_t spawn(const struct agent_chan_req *r, char **env, int in, int out,
+		   int err, int errfd)
+{
+	sigset_t held, before;
+	pid_t pid;
+
+	sigfillset(&held);
+	sigprocmask(SIG_BLOCK, &held, &before);
+	pid = vfork();
+	if (pid == 0)
+		child_exec(r, env, in, out, err, errfd);
+	sigprocmask(SIG_SETMASK, &before, NULL);
+	return pid;
+}
+
 /* Open a terminal pair: the master (ours) and the slave (the process's),
  * both close-on-exec; the slave is dup2()ed onto 0..2 in the child. */
 static int open_pty(int *master, int *slave, uint16_t rows, uint16_t cols)
@@ -674,14 +704,12 @@ static int start_process(struct handler *h, const struct agent_chan_req *r)
 				goto busy;
 		}
 	}
-	pid = fork();
+	if (h->tty)
+		pid = spawn(r, env, slave, slave, slave, ep[1]);
+	else
+		pid = spawn(r, env, pin[0], pout[1], perr[1], ep[1]);
 	if (pid < 0)
 		goto busy;
-	if (pid == 0) {
-		if (h->tty)
-			child_exec(r, env, slave, slave, slave, ep[1]);
-		child_exec(r, env, pin[0], pout[1], perr[1], ep[1]);
-	}
 	h->child = pid;
 	close_fd(&ep[1]);
 	close_fd(&slave);
@@ -767,6 +795,11 @@ static void pump_out(struct handler *h, int i)
 	n = read(h->out[i], h->obuf + HUTCH_CHAN_HEAD, CHAN_OUT_CHUNK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (n >= PIPE_DEFAULT && !h->tty && !h->grown[i]) {
+		h->grown[i] = true;
+		/* Refused over the user's pipe memory: stays as it is. */
+		fcntl(h->out[i], F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+	}
 	if (n <= 0) {
 		/* EOF, or EIO on a master whose slave is closed by all. */
 		if (h->tty)
@@ -838,6 +871,12 @@ static int on_frame(struct handler *h, unsigned char type)
 
 	switch (type) {
 	case HUTCH_CHAN_STDIN:
+		if (h->ilen >= PIPE_DEFAULT && h->in >= 0 && !h->tty &&
+		    !h->grown_in) {
+			/* As pump_out grows an output pipe. */
+			h->grown_in = true;
+			fcntl(h->in, F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+		}
 		if (h->ilen && h->in >= 0) {
 			h->ipending = true;
 			h->ioff = 0;

@@ -40,6 +40,7 @@ struct run_opts {
 struct relay {
 	int rd[2];
 	int wr[2];
+	bool grown[2]; /* rd[i] grown (relay_grow) */
 };
 
 /*
@@ -484,6 +485,33 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent, bool tty,
 	_exit(err == ENOENT ? HUTCH_AGENT_EXIT_NOCMD : HUTCH_AGENT_EXIT_NOEXEC);
 }
 
+/*
+ * vfork, not fork: the child shares our memory until its execve, so no
+ * page table is copied (on a virtual machine that copy is most of a
+ * command's start).  What makes it safe: child_exec() never returns
+ * (execve or _exit), uses only its own stack frames and system calls (no
+ * malloc, no stdio; the seccomp program it builds in a static buffer is
+ * one we never read), and no handler of ours can run in it: every signal
+ * is held from here until it has put each disposition back to the
+ * default.  Its dispositions and mask are its own (no CLONE_SIGHAND), and
+ * so is its fd table.  A function of its own, so that no variable of the
+ * caller lives across the vfork.
+ */
+static pid_t spawn(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent,
+		   bool tty, const struct relay *rl)
+{
+	sigset_t held, before;
+	pid_t pid;
+
+	sigfillset(&held);
+	sigprocmask(SIG_BLOCK, &held, &before);
+	pid = vfork();
+	if (pid == 0)
+		child_exec(argv, agent, agent_pgrp, parent, tty, rl);
+	sigprocmask(SIG_SETMASK, &before, NULL);
+	return pid;
+}
+
 static void forward(pid_t child, int sig)
 {
 	/*
@@ -583,13 +611,31 @@ static void kill_leftovers(void)
  * in the pipes is copied (leave_drainer for the rest).
  */
 #define RELAY_BUF 65536
+#define RELAY_PIPE 262144
 
 static char relay_buf[RELAY_BUF];
+
+/* Whether splice() may copy stream i: until it says the exec's stream is
+ * no pipe (a file or socket it cannot take). */
+static bool relay_spliced[2] = { true, true };
 
 static void relay_close(struct relay *rl, int i)
 {
 	close(rl->rd[i]);
 	rl->rd[i] = -1;
+}
+
+/* A pipe that gave a whole default pipe's worth (64 KiB) in one call is
+ * grown to RELAY_PIPE, once: heavy output then costs fewer calls and
+ * wake-ups, and a quiet command's pipes keep their default size (they
+ * count against the user's pipe memory, which every session shares). */
+static void relay_grow(struct relay *rl, int i, size_t moved)
+{
+	if (moved < RELAY_BUF || rl->grown[i])
+		return;
+	rl->grown[i] = true;
+	/* Refused over the user's pipe memory: it stays as it is. */
+	fcntl(rl->rd[i], F_SETPIPE_SZ, RELAY_PIPE);
 }
 
 /* Copy from pipe @i to our fd 1 or 2: one read, or with @all what the
@@ -600,7 +646,7 @@ static void relay_close(struct relay *rl, int i)
  * us. */
 static void relay_pump(struct relay *rl, int i, bool all)
 {
-	size_t left = sizeof(relay_buf), want;
+	size_t left = RELAY_PIPE, want;
 	ssize_t n, w;
 	size_t off;
 	int avail = 0;
@@ -612,6 +658,45 @@ static void relay_pump(struct relay *rl, int i, bool all)
 			       1;
 	while (rl->rd[i] >= 0 && left > 0) {
 		want = left < sizeof(relay_buf) ? left : sizeof(relay_buf);
+		if (relay_spliced[i]) {
+			/* Pipe to pipe: the pages move, no copy through us,
+			 * one call instead of two. */
+			n = splice(rl->rd[i], NULL, i + 1, NULL,
+				   left < RELAY_PIPE ? left : RELAY_PIPE,
+				   SPLICE_F_MOVE);
+			if (n > 0) {
+				relay_grow(rl, i, (size_t)n);
+				if (!all)
+					return;
+				left -= (size_t)n;
+				continue;
+			}
+			if (n == 0) {
+				relay_close(rl, i);
+				return;
+			}
+			if (errno == EINTR)
+				continue;
+			if (errno == EPIPE) {
+				/* The exec's stream is gone. */
+				relay_close(rl, i);
+				return;
+			}
+			if (errno == EAGAIN) {
+				/* Our pipe empty, or (a non-blocking pipe
+				 * makes the whole splice so) the exec's one
+				 * full: then the copy below waits on it as
+				 * before, rather than poll() spinning. */
+				if (ioctl(rl->rd[i], FIONREAD, &avail) < 0 ||
+				    avail <= 0)
+					return;
+			} else {
+				/* EINVAL: our fd i + 1 is no pipe (or a
+				 * filter or kernel refuses): copy from now
+				 * on, and let read and write decide. */
+				relay_spliced[i] = false;
+			}
+		}
 		n = read(rl->rd[i], relay_buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -848,7 +933,7 @@ int agent_run(int argc, char **argv)
 {
 	struct run_opts o = { 0 };
 	struct timespec deadline = { 0 };
-	struct relay rl = { { -1, -1 }, { -1, -1 } };
+	struct relay rl = { { -1, -1 }, { -1, -1 }, { false, false } };
 	sigset_t set;
 	pid_t child, self, pgrp, parent;
 	long long ooms;
@@ -930,13 +1015,11 @@ int agent_run(int argc, char **argv)
 	self = getpid();
 	pgrp = getpgrp();
 	parent = getppid();
-	child = fork();
+	child = spawn(o.argv, self, pgrp, parent, o.tty, &rl);
 	if (child < 0) {
-		agent_err("fork: %m");
+		agent_err("vfork: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
-	if (child == 0)
-		child_exec(o.argv, self, pgrp, parent, o.tty, &rl);
 	if (o.tty && tcgetsid(STDIN_FILENO) == getsid(0)) {
 		/* The other half of take_terminal(). */
 		setpgid(child, child);

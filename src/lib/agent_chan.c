@@ -59,7 +59,7 @@
 #define HELLO_WAIT_MS 3000
 /* A control frame's payload (HELLO, STARTED, EXIT, REFUSED). */
 #define CTL_MAX 4096
-#define CHUNK (64u * 1024u)	   /* one read, one piece of input */
+#define CHUNK (256u * 1024u)	   /* one read, one piece of input */
 #define READS_PER_WAKE 16	   /* then the input gets its turn */
 #define PENDING_MAX (128u * 1024u) /* a resize waits past this */
 /* When no channel was found, how long that is believed before the

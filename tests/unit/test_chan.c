@@ -310,7 +310,7 @@ static int read_n(int fd, void *p, size_t len)
 struct frame {
 	int type;
 	uint32_t len;
-	unsigned char p[1 << 17];
+	unsigned char p[HUTCH_CHAN_FRAME_MAX]; /* the protocol's bound */
 };
 
 static int next_frame(struct conv *c, struct frame *f)

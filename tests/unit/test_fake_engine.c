@@ -18,6 +18,7 @@
 
 #include <hutch/hutch.h>
 
+#include "agent_protocol.h"
 #include "fake_engine.h"
 
 #define MIB (1024u * 1024u)
@@ -977,7 +978,9 @@ static int send_hello(int fd)
 static void serve(struct fake_agent *a, int fd)
 {
 	unsigned char head[8], fixed[16];
-	static char req[64 * 1024];
+	/* Any frame but REQ may be this long (hutch sends input in frames
+	 * of up to 256 KiB). */
+	static char req[HUTCH_CHAN_FRAME_MAX];
 	uint32_t len;
 
 	if (send_hello(fd) < 0 || read_full(fd, head, 8) < 0)
