@@ -402,8 +402,10 @@ struct handler {
 	pid_t child;	/* 0 once reaped */
 	int status;	/* its wait status */
 	struct timespec ended;
-	/* One output frame on its way to hutch. */
-	unsigned char obuf[HUTCH_CHAN_HEAD + CHAN_OUT_CHUNK];
+	/* One output frame on its way to hutch: HUTCH_CHAN_HEAD +
+	 * CHAN_OUT_CHUNK bytes, malloc'd (not in the struct that is zeroed,
+	 * so only the pages output fills are charged to the session). */
+	unsigned char *obuf;
 	size_t olen, ooff;
 	/* One input frame being read, then (STDIN) written to the process. */
 	unsigned char ihead[HUTCH_CHAN_HEAD];
@@ -623,8 +625,9 @@ fail:
  * dispositions.  We resume once it has exec'd or exited.  A function of
  * its own, so that no variable of the caller lives across the vfork.
  */
-static pid_t spawn(const struct agent_chan_req *r, char **env, int in, int out,
-		   int err, int errfd)
+static __attribute__((noinline)) pid_t spawn(const struct agent_chan_req *r,
+					     char **env, int in, int out,
+					     int err, int errfd)
 {
 	sigset_t held, before;
 	pid_t pid;
@@ -784,6 +787,17 @@ static void host_left(struct handler *h)
 		close_fd(&h->in);
 }
 
+/* To CHAN_OUT_CHUNK, when smaller: the process may have grown its end
+ * further itself, which is not undone.  Refused over the user's pipe
+ * memory (EPERM): it stays as it is. */
+static void grow_pipe(int fd)
+{
+	int size = fcntl(fd, F_GETPIPE_SZ);
+
+	if (size > 0 && size < (int)CHAN_OUT_CHUNK)
+		fcntl(fd, F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+}
+
 /* Read one piece of output from out[@i] into a frame, when none waits
  * to be sent (one frame at most: memory stays bounded whatever the
  * process writes, and a slow hutch slows the reading, not the memory).
@@ -797,8 +811,7 @@ static void pump_out(struct handler *h, int i)
 		return;
 	if (n >= PIPE_DEFAULT && !h->tty && !h->grown[i]) {
 		h->grown[i] = true;
-		/* Refused over the user's pipe memory: stays as it is. */
-		fcntl(h->out[i], F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+		grow_pipe(h->out[i]);
 	}
 	if (n <= 0) {
 		/* EOF, or EIO on a master whose slave is closed by all. */
@@ -875,7 +888,7 @@ static int on_frame(struct handler *h, unsigned char type)
 		    !h->grown_in) {
 			/* As pump_out grows an output pipe. */
 			h->grown_in = true;
-			fcntl(h->in, F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+			grow_pipe(h->in);
 		}
 		if (h->ilen && h->in >= 0) {
 			h->ipending = true;
@@ -1141,7 +1154,8 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 	}
 	h.tty = r.flags & HUTCH_CHAN_F_TTY;
 	h.ibuf = malloc(HUTCH_CHAN_FRAME_MAX);
-	if (!h.ibuf) {
+	h.obuf = malloc(HUTCH_CHAN_HEAD + CHAN_OUT_CHUNK);
+	if (!h.ibuf || !h.obuf) {
 		send_refused(conn, HUTCH_CHAN_REFUSED_BUSY, "out of memory");
 		agent_chan_req_free(&r);
 		goto out;
@@ -1158,6 +1172,7 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 out:
 	free(req);
 	free(h.ibuf);
+	free(h.obuf);
 	h.ibuf = NULL;
 	close_fd(&h.out[1]);
 	if (h.in != h.out[0])

@@ -489,23 +489,30 @@ child_exec(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent, bool tty,
  * vfork, not fork: the child shares our memory until its execve, so no
  * page table is copied (on a virtual machine that copy is most of a
  * command's start).  What makes it safe: child_exec() never returns
- * (execve or _exit), uses only its own stack frames and system calls (no
- * malloc, no stdio; the seccomp program it builds in a static buffer is
- * one we never read), and no handler of ours can run in it: every signal
- * is held from here until it has put each disposition back to the
- * default.  Its dispositions and mask are its own (no CLONE_SIGHAND), and
- * so is its fd table.  A function of its own, so that no variable of the
- * caller lives across the vfork.
+ * (execve or _exit); it writes only its own stack frames, errno and the
+ * seccomp program confine.c builds in a static buffer we never read; it
+ * calls no malloc and no FILE stream (snprintf to the stack, write(2));
+ * and no handler of ours can run in it: every signal is held from here
+ * until it has put each disposition back to the default.  Its
+ * dispositions, mask and fd table are its own (no CLONE_SIGHAND or
+ * CLONE_FILES).  We are suspended until it has exec'd or exited, which
+ * the command's own processes could stretch (a lease on the file it
+ * execs, say), but not past hutch's timeout, whose kill by tag ends the
+ * child.  With a terminal, fork: there the child's calls (the terminal's
+ * process group, an exec failure written to it) can block on a terminal
+ * another process of the session holds.  Not inlined, so that no
+ * variable of the caller lives across the vfork.
  */
-static pid_t spawn(char **argv, pid_t agent, pid_t agent_pgrp, pid_t parent,
-		   bool tty, const struct relay *rl)
+static __attribute__((noinline)) pid_t spawn(char **argv, pid_t agent,
+					     pid_t agent_pgrp, pid_t parent,
+					     bool tty, const struct relay *rl)
 {
 	sigset_t held, before;
 	pid_t pid;
 
 	sigfillset(&held);
 	sigprocmask(SIG_BLOCK, &held, &before);
-	pid = vfork();
+	pid = tty ? fork() : vfork();
 	if (pid == 0)
 		child_exec(argv, agent, agent_pgrp, parent, tty, rl);
 	sigprocmask(SIG_SETMASK, &before, NULL);
@@ -615,8 +622,8 @@ static void kill_leftovers(void)
 
 static char relay_buf[RELAY_BUF];
 
-/* Whether splice() may copy stream i: until it says the exec's stream is
- * no pipe (a file or socket it cannot take). */
+/* Whether splice() may copy stream i: until it refuses the exec's stream
+ * (a terminal, a file opened to append, an older kernel's socket). */
 static bool relay_spliced[2] = { true, true };
 
 static void relay_close(struct relay *rl, int i)
@@ -631,11 +638,16 @@ static void relay_close(struct relay *rl, int i)
  * count against the user's pipe memory, which every session shares). */
 static void relay_grow(struct relay *rl, int i, size_t moved)
 {
-	if (moved < RELAY_BUF || rl->grown[i])
+	int size;
+
+	if (moved < RELAY_BUF || rl->grown[i] || rl->rd[i] < 0)
 		return;
 	rl->grown[i] = true;
-	/* Refused over the user's pipe memory: it stays as it is. */
-	fcntl(rl->rd[i], F_SETPIPE_SZ, RELAY_PIPE);
+	/* Only ever grown: the command may have made it bigger itself.
+	 * Refused over the user's pipe memory: it stays as it is. */
+	size = fcntl(rl->rd[i], F_GETPIPE_SZ);
+	if (size > 0 && size < RELAY_PIPE)
+		fcntl(rl->rd[i], F_SETPIPE_SZ, RELAY_PIPE);
 }
 
 /* Copy from pipe @i to our fd 1 or 2: one read, or with @all what the
@@ -682,20 +694,19 @@ static void relay_pump(struct relay *rl, int i, bool all)
 				relay_close(rl, i);
 				return;
 			}
-			if (errno == EAGAIN) {
-				/* Our pipe empty, or (a non-blocking pipe
-				 * makes the whole splice so) the exec's one
-				 * full: then the copy below waits on it as
-				 * before, rather than poll() spinning. */
-				if (ioctl(rl->rd[i], FIONREAD, &avail) < 0 ||
-				    avail <= 0)
-					return;
-			} else {
-				/* EINVAL: our fd i + 1 is no pipe (or a
-				 * filter or kernel refuses): copy from now
-				 * on, and let read and write decide. */
+			/*
+			 * EAGAIN: our pipe empty, or the exec's one full (a
+			 * non-blocking pipe makes the whole splice so, and
+			 * the full output is reported before our EOF).  The
+			 * read below tells which: EAGAIN when empty, 0 at
+			 * EOF, else bytes whose write waits as before;
+			 * never poll() spinning on a pipe that stays
+			 * readable.  Anything else (EINVAL: our fd i + 1
+			 * takes no splice, a file opened to append, a
+			 * terminal): copy from now on.
+			 */
+			if (errno != EAGAIN)
 				relay_spliced[i] = false;
-			}
 		}
 		n = read(rl->rd[i], relay_buf, want);
 		if (n < 0 && errno == EINTR)
@@ -717,6 +728,7 @@ static void relay_pump(struct relay *rl, int i, bool all)
 				return;
 			}
 		}
+		relay_grow(rl, i, (size_t)n);
 		if (!all)
 			return;
 		left -= (size_t)n;

@@ -59,9 +59,11 @@
 #define HELLO_WAIT_MS 3000
 /* A control frame's payload (HELLO, STARTED, EXIT, REFUSED). */
 #define CTL_MAX 4096
-#define CHUNK (256u * 1024u)	   /* one read, one piece of input */
-#define READS_PER_WAKE 16	   /* then the input gets its turn */
-#define PENDING_MAX (128u * 1024u) /* a resize waits past this */
+#define CHUNK (256u * 1024u) /* one read, one piece of input */
+#define READS_PER_WAKE 16    /* then the input gets its turn */
+#define PENDING_MAX \
+	(CHUNK +    \
+	 HUTCH_CHAN_HEAD) /* a resize waits past this: one input frame */
 /* When no channel was found, how long that is believed before the
  * container is inspected again (a long-lived handle; hutch__chan_forget
  * drops it sooner, when the session was brought up again). */
@@ -100,7 +102,9 @@ struct hutch__chan_call {
 	int in_stream;
 	int aborted; /* the sink asked to stop */
 	int more;    /* the reads stopped before the socket was empty */
-	char rbuf[CHUNK];
+	/* CHUNK bytes, malloc'd: not zeroed, so only the pages a read
+	 * fills become resident (64 quiet calls at once stay small). */
+	char *rbuf;
 };
 
 static uint32_t be32(const unsigned char *p)
@@ -769,7 +773,7 @@ static void pump(struct hutch__chan_call *c)
 	for (int i = 0; i < READS_PER_WAKE; i++) {
 		if (c->eof || c->broke || c->exited || c->refused || c->aborted)
 			return;
-		n = recv(c->fd, c->rbuf, sizeof(c->rbuf), MSG_DONTWAIT);
+		n = recv(c->fd, c->rbuf, CHUNK, MSG_DONTWAIT);
 		if (n > 0) {
 			feed(c, c->rbuf, (size_t)n);
 			continue;
@@ -839,6 +843,7 @@ void hutch__chan_call_close(struct hutch__chan_call *c)
 		return;
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->rbuf);
 	free(c);
 }
 
@@ -886,8 +891,15 @@ struct loop {
 	unsigned long long taken;
 	int size_sent;
 	unsigned short rows, cols;
-	char inbuf[CHUNK];
+	char *inbuf; /* CHUNK bytes, with an input fd only (as rbuf) */
 };
+
+static void loop_free(struct loop *l)
+{
+	hutch__buf_free(&l->out);
+	free(l->inbuf);
+	free(l);
+}
 
 static int queue_frame(struct loop *l, int type, const void *data, size_t len)
 {
@@ -1027,7 +1039,7 @@ static void next_input(struct loop *l)
 	l->fd_ready = 0;
 	/* Only after poll said it is readable: a blocking fd does not
 	 * block here. */
-	r = read(st->input_fd, l->inbuf, sizeof(l->inbuf));
+	r = read(st->input_fd, l->inbuf, CHUNK);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	/* A read error (EIO: a terminal hung up) ends the input as its end
@@ -1164,9 +1176,17 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 	}
 	c = calloc(1, sizeof(*c));
 	l = calloc(1, sizeof(*l));
-	if (!c || !l) {
+	if (c)
+		c->rbuf = malloc(CHUNK);
+	if (l && stream->input_fd >= 0)
+		l->inbuf = malloc(CHUNK);
+	if (!c || !l || !c->rbuf || (stream->input_fd >= 0 && !l->inbuf)) {
 		close(fd);
+		if (c)
+			free(c->rbuf);
 		free(c);
+		if (l)
+			free(l->inbuf);
 		free(l);
 		return hutch__error_oom(err);
 	}
@@ -1186,8 +1206,7 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 	l->end_sent = !spec->attach_stdin;
 	rc = queue_req(l, spec);
 	if (rc != 0) {
-		hutch__buf_free(&l->out);
-		free(l);
+		loop_free(l);
 		hutch__chan_call_close(c);
 		return rc > 0 ? HUTCH__CHAN_UNAVAILABLE : hutch__error_oom(err);
 	}
@@ -1204,8 +1223,7 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 	 * part of one). */
 	if (!c->started &&
 	    (c->refused || (!l->req_sent && (c->eof || c->broke)))) {
-		hutch__buf_free(&l->out);
-		free(l);
+		loop_free(l);
 		*call = NULL;
 		hutch__chan_call_close(c);
 		return HUTCH__CHAN_UNAVAILABLE;
@@ -1241,8 +1259,7 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 				"command started",
 				what);
 	}
-	hutch__buf_free(&l->out);
-	free(l);
+	loop_free(l);
 	return rc;
 }
 
