@@ -73,17 +73,20 @@ gib=1073741824
 echo "-- 6. 1 GiB through stdin (one run each)"
 # in_run KEY CMD...: 1 GiB piped into CMD exec -i $s -- $sink; seconds
 # into R[in_KEY], peak RSS (MB) into R[in_rss_KEY].  GNU time measures sh
-# and its children: head's RSS is small and fixed, hutch's is the rest
+# and its children: dd's RSS is small and fixed, hutch's is the rest
 # (the peak of any one process is what %M reports).  The sink is dd, in
 # whole 1 MiB blocks (its "1024+0 records in" is the byte count), not
 # busybox's wc -c, which alone counts no more than ~220 MB/s.
 sink="dd of=/dev/null bs=1048576 iflag=fullblock"
+# The source writes 1 MiB at a time (head -c writes 8 KiB, and each of
+# its writes would reach hutch, and the engine, as a piece of its own).
+source="dd if=/dev/zero bs=1048576 count=$((gib / 1048576)) status=none"
 counted() { grep -qx "$((gib / 1048576))+0 records in" "$tmp/count"; }
 in_run() {
 	local key=$1 rss sec
 	shift
 	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
-		"head -c $gib /dev/zero | $* exec -i $s -- $sink" >"$tmp/count" 2>&1
+		"$source | $* exec -i $s -- $sink" >"$tmp/count" 2>&1
 	counted || die "$* exec -i: $(cat "$tmp/count")"
 	read -r rss sec <"$tmp/time"
 	R[in_$key]=$sec
@@ -95,7 +98,7 @@ R[in_rss]=${R[in_rss_h]}
 R[in_c]=-
 if [ -n "$have_cli" ]; then
 	/usr/bin/time -f '%M %e' -o "$tmp/time" sh -c \
-		"head -c $gib /dev/zero | ${cli[*]} exec -i $ctr $sink" >"$tmp/count" 2>&1
+		"$source | ${cli[*]} exec -i $ctr $sink" >"$tmp/count" 2>&1
 	counted || die "${cli[0]} exec -i: $(cat "$tmp/count")"
 	read -r rss sec <"$tmp/time"
 	R[in_c]=$sec
