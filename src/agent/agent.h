@@ -77,6 +77,10 @@ void agent_chan_req_free(struct agent_chan_req *r);
 /* A handler: serve one connection to its end, then close it.  Runs only
  * agents under @bin_dir (HUTCH_AGENT_BIN_DIR; tests pass their own). */
 int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms);
+/* Grow pipe @fd to @size bytes when it is smaller: only ever grown (the
+ * other end may have made it bigger itself); refused (EPERM, the user's
+ * pipe memory at its soft limit), it stays as it is. */
+void agent_grow_pipe(int fd, int size);
 
 /* Subcommands: argv[0] is the subcommand name; return the exit code. */
 int agent_sleep(int argc, char **argv);

@@ -787,15 +787,12 @@ static void host_left(struct handler *h)
 		close_fd(&h->in);
 }
 
-/* To CHAN_OUT_CHUNK, when smaller: the process may have grown its end
- * further itself, which is not undone.  Refused over the user's pipe
- * memory (EPERM): it stays as it is. */
-static void grow_pipe(int fd)
+void agent_grow_pipe(int fd, int size)
 {
-	int size = fcntl(fd, F_GETPIPE_SZ);
+	int now = fcntl(fd, F_GETPIPE_SZ);
 
-	if (size > 0 && size < (int)CHAN_OUT_CHUNK)
-		fcntl(fd, F_SETPIPE_SZ, (int)CHAN_OUT_CHUNK);
+	if (now > 0 && now < size)
+		fcntl(fd, F_SETPIPE_SZ, size);
 }
 
 /* Read one piece of output from out[@i] into a frame, when none waits
@@ -811,7 +808,7 @@ static void pump_out(struct handler *h, int i)
 		return;
 	if (n >= PIPE_DEFAULT && !h->tty && !h->grown[i]) {
 		h->grown[i] = true;
-		grow_pipe(h->out[i]);
+		agent_grow_pipe(h->out[i], (int)CHAN_OUT_CHUNK);
 	}
 	if (n <= 0) {
 		/* EOF, or EIO on a master whose slave is closed by all. */
@@ -888,7 +885,7 @@ static int on_frame(struct handler *h, unsigned char type)
 		    !h->grown_in) {
 			/* As pump_out grows an output pipe. */
 			h->grown_in = true;
-			grow_pipe(h->in);
+			agent_grow_pipe(h->in, (int)CHAN_OUT_CHUNK);
 		}
 		if (h->ilen && h->in >= 0) {
 			h->ipending = true;

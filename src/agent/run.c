@@ -638,16 +638,10 @@ static void relay_close(struct relay *rl, int i)
  * count against the user's pipe memory, which every session shares). */
 static void relay_grow(struct relay *rl, int i, size_t moved)
 {
-	int size;
-
 	if (moved < RELAY_BUF || rl->grown[i] || rl->rd[i] < 0)
 		return;
 	rl->grown[i] = true;
-	/* Only ever grown: the command may have made it bigger itself.
-	 * Refused over the user's pipe memory: it stays as it is. */
-	size = fcntl(rl->rd[i], F_GETPIPE_SZ);
-	if (size > 0 && size < RELAY_PIPE)
-		fcntl(rl->rd[i], F_SETPIPE_SZ, RELAY_PIPE);
+	agent_grow_pipe(rl->rd[i], RELAY_PIPE);
 }
 
 /* Copy from pipe @i to our fd 1 or 2: one read, or with @all what the
@@ -1029,7 +1023,7 @@ int agent_run(int argc, char **argv)
 	parent = getppid();
 	child = spawn(o.argv, self, pgrp, parent, o.tty, &rl);
 	if (child < 0) {
-		agent_err("vfork: %m");
+		agent_err("cannot start the command: %m");
 		return HUTCH_AGENT_EXIT_INTERNAL;
 	}
 	if (o.tty && tcgetsid(STDIN_FILENO) == getsid(0)) {
