@@ -61,9 +61,8 @@
 #define CTL_MAX 4096
 #define CHUNK (256u * 1024u) /* one read, one piece of input */
 #define READS_PER_WAKE 16    /* then the input gets its turn */
-#define PENDING_MAX \
-	(CHUNK +    \
-	 HUTCH_CHAN_HEAD) /* a resize waits past this: one input frame */
+/* A resize waits while more than one input frame is queued. */
+#define PENDING_MAX (CHUNK + HUTCH_CHAN_HEAD)
 /* When no channel was found, how long that is believed before the
  * container is inspected again (a long-lived handle; hutch__chan_forget
  * drops it sooner, when the session was brought up again). */
@@ -896,6 +895,8 @@ struct loop {
 
 static void loop_free(struct loop *l)
 {
+	if (!l)
+		return;
 	hutch__buf_free(&l->out);
 	free(l->inbuf);
 	free(l);
@@ -1176,21 +1177,19 @@ int hutch__chan_exec_on(int fd, const struct hutch__chan_hello *hello,
 	}
 	c = calloc(1, sizeof(*c));
 	l = calloc(1, sizeof(*l));
-	if (c)
+	if (c) {
+		c->fd = fd; /* closed with c from here on */
 		c->rbuf = malloc(CHUNK);
+	}
 	if (l && stream->input_fd >= 0)
 		l->inbuf = malloc(CHUNK);
 	if (!c || !l || !c->rbuf || (stream->input_fd >= 0 && !l->inbuf)) {
-		close(fd);
-		if (c)
-			free(c->rbuf);
-		free(c);
-		if (l)
-			free(l->inbuf);
-		free(l);
+		if (!c)
+			close(fd);
+		hutch__chan_call_close(c);
+		loop_free(l);
 		return hutch__error_oom(err);
 	}
-	c->fd = fd;
 	c->tty = spec->tty;
 	c->sink = stream->sink;
 	c->payload = stream->payload;
