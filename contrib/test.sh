@@ -250,7 +250,7 @@ sanitizers() (
 		timeout --kill-after=30 "${HUTCH_CHECK_TIMEOUT:-2700}" make -j"$jobs" check
 )
 if ! run sanitizers sanitizers; then
-	sed '/^\.\. contents::/q' build-san/build/test-suite.log 2>/dev/null
+	(cd build-san/build 2>/dev/null && show_failures)
 fi
 
 if [ -n "$distcheck" ]; then
