@@ -106,6 +106,8 @@ void agent_report_exec_failure(const char *name, int err);
 /* chdir(@dir); on failure "hutch: cannot use working directory 'DIR': ..."
  * on stderr and -1. */
 int agent_enter_workdir(const char *dir);
+/* HOME for a command whose user has none it can write (see spawn.c). */
+void agent_give_home(void);
 /* Milliseconds since the Unix epoch. */
 unsigned long long agent_now_ms(void);
 

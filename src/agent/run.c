@@ -954,6 +954,7 @@ int agent_run(int argc, char **argv)
 	/* Ours, so the command inherits it; nothing runs when it fails. */
 	if (o.workdir && agent_enter_workdir(o.workdir) < 0)
 		return HUTCH_AGENT_EXIT_NOWORKDIR;
+	agent_give_home();
 	/*
 	 * Subreaper before fork: from then on anything the command detaches
 	 * (double fork, setsid, nohup) re-parents to us rather than to the

@@ -80,6 +80,36 @@ int agent_enter_workdir(const char *dir)
 	return -1;
 }
 
+/*
+ * A user the image has no passwd entry for gets HOME=/ from the engines
+ * (runc and crun alike), where it can write nothing: `git config
+ * --global`, `mkdir ~/.cache`, `pip install --user` all fail.  Such a
+ * command gets HUTCH_AGENT_HOME_DIR/UID instead, made here as that user
+ * on first use, so it lasts for the session like a home would.  Only
+ * HOME unset or "/" is replaced, and "/" only when the user cannot write
+ * it: any other value is the image's or the caller's choice.  Best
+ * effort: a session whose agent directory has no home directory (made
+ * by an older hutch, until its agent is updated) keeps HOME as it is.
+ *
+ * Another process of the session may have put something at that name
+ * first: only a process running as the same uid can (the directory is
+ * sticky), which could as well set HOME itself; the agent never opens
+ * what is there, it only names it.
+ */
+void agent_give_home(void)
+{
+	const char *home = getenv("HOME");
+	char dir[sizeof(HUTCH_AGENT_HOME_DIR) + 16];
+
+	if (home && *home && (strcmp(home, "/") != 0 || access("/", W_OK) == 0))
+		return;
+	snprintf(dir, sizeof(dir), HUTCH_AGENT_HOME_DIR "/%u",
+		 (unsigned int)getuid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	setenv("HOME", dir, 1);
+}
+
 /* Write all of @buf; -1 on an error. */
 static int write_all(int fd, const void *buf, size_t len)
 {
@@ -611,6 +641,7 @@ int agent_spawn(int argc, char **argv)
 	}
 	if (workdir && agent_enter_workdir(workdir) < 0)
 		return HUTCH_AGENT_EXIT_NOWORKDIR;
+	agent_give_home();
 	/*
 	 * HUTCH_AGENT_PROC_DIR comes with the agent, owned by root in a
 	 * directory the session cannot write: it cannot be a symlink put

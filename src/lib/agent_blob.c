@@ -94,6 +94,9 @@ static int add_link(struct archive *a, const char *path, const char *target,
  *     from replacing it; one run as the session's user can, and what keeps
  *     hutch from talking to its socket is the peer check on the host
  *     (src/lib/agent_chan.c).
+ *   - HUTCH_AGENT_HOME_DIR too: the agent makes a home there for each
+ *     user the image has no passwd entry for (src/agent/spawn.c), as that
+ *     user, 0700; the sticky bit keeps other users from taking it away.
  */
 static char *agent_archive(unsigned int owner, const char *dir,
 			   unsigned int uid, unsigned int gid, size_t *len)
@@ -130,6 +133,8 @@ static char *agent_archive(unsigned int owner, const char *dir,
 			   0) < 0 ||
 	    hutch__tar_add(a, (HUTCH_AGENT_DIR "/" HUTCH_CHAN_DIR) + 1,
 			   AE_IFDIR, 01777, NULL, 0) < 0 ||
+	    hutch__tar_add(a, HUTCH_AGENT_HOME_DIR + 1, AE_IFDIR, 01777, NULL,
+			   0) < 0 ||
 	    (dir && hutch__tar_add_owned(a, dir, AE_IFDIR, 0755, uid, gid, NULL,
 					 0) < 0) ||
 	    archive_write_close(a) != ARCHIVE_OK) {

@@ -46,6 +46,15 @@
 #define HUTCH_PROC_DIR "proc"
 #define HUTCH_AGENT_PROC_DIR HUTCH_AGENT_DIR "/" HUTCH_PROC_DIR
 
+/* Homes for users the image has no passwd entry for: the engines give
+ * them HOME=/, where they can write nothing, and the agent gives each uid
+ * HUTCH_AGENT_HOME_DIR/UID instead (src/agent/spawn.c, agent_give_home).
+ * The directory comes with the agent: root's, mode 01777, as /tmp; it is
+ * on the system volume, so it is there on a read-only root too and stays
+ * when the container is made again. */
+#define HUTCH_HOME_DIR "home"
+#define HUTCH_AGENT_HOME_DIR HUTCH_AGENT_DIR "/" HUTCH_HOME_DIR
+
 /* Write and edit texts too large for the environment are uploaded here
  * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
 #define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"

@@ -578,6 +578,8 @@ IT_TEST(exec, workdir_env_missing_command)
 #include <hutch/exec.h>
 #include <hutch/session.h>
 
+#include "../../src/shared/agent_protocol.h"
+
 struct lib {
 	hutch_engine *e;
 	hutch_session *s;
@@ -677,6 +679,14 @@ static const char *stdout_of(hutch_exec_result *r, size_t *len)
 	const char *d;
 
 	hutch_exec_result_output(r, HUTCH_STREAM_STDOUT, &d, len, NULL, NULL);
+	return d;
+}
+
+static const char *stderr_of(hutch_exec_result *r, size_t *len)
+{
+	const char *d;
+
+	hutch_exec_result_output(r, HUTCH_STREAM_STDERR, &d, len, NULL, NULL);
 	return d;
 }
 
@@ -1206,6 +1216,60 @@ IT_TEST(exec, user_per_command)
 	o.user = "root";
 	r = lib_run(&l, &o, id, 3);
 	cr_assert_str_eq(stdout_of(r, &len), "0\n0\n");
+	hutch_exec_result_free(r);
+	lib_close(&l);
+}
+
+/* A user the image has no passwd entry for gets HOME=/ from the engines,
+ * where it can write nothing: the agent gives it a home of its own, which
+ * lasts from one command to the next.  A HOME the image or the caller
+ * chose is kept. */
+IT_TEST(exec, user_without_passwd_entry_gets_a_home)
+{
+	static const char *const make[] = {
+		"sh", "-c",
+		"echo \"$HOME\"; mkdir -p \"$HOME/.cache\" && "
+		"echo x > \"$HOME/.gitconfig\" && echo made"
+	};
+	static const char *const look[] = {
+		"sh", "-c", "echo \"$HOME\"; cat \"$HOME/.gitconfig\""
+	};
+	static const char *const home[] = { "sh", "-c", "echo \"$HOME\"" };
+	static const char *const given[] = { "HOME=/tmp" };
+	hutch_exec_options o = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *r;
+	struct lib l;
+	size_t len;
+
+	lib_open(&l);
+	o.capture = 1;
+	o.user = "4321:4321";
+	r = lib_run(&l, &o, make, 3);
+	cr_assert_str_eq(stdout_of(r, &len),
+			 HUTCH_AGENT_HOME_DIR "/4321\nmade\n", "stderr: %s",
+			 stderr_of(r, &len));
+	hutch_exec_result_free(r);
+	r = lib_run(&l, &o, look, 3);
+	cr_assert_str_eq(stdout_of(r, &len), HUTCH_AGENT_HOME_DIR "/4321\nx\n",
+			 "stderr: %s", stderr_of(r, &len));
+	hutch_exec_result_free(r);
+	/* The caller's HOME stands, even one the user cannot write. */
+	o.env = given;
+	o.env_count = 1;
+	r = lib_run(&l, &o, home, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "/tmp\n");
+	hutch_exec_result_free(r);
+	/* Users with an entry keep the image's home: root may write "/"
+	 * but has /root; the session's user has its own. */
+	o.env = NULL;
+	o.env_count = 0;
+	o.user = "root";
+	r = lib_run(&l, &o, home, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "/root\n");
+	hutch_exec_result_free(r);
+	o.user = NULL;
+	r = lib_run(&l, &o, home, 3);
+	cr_assert_str_eq(stdout_of(r, &len), "/workspace\n");
 	hutch_exec_result_free(r);
 	lib_close(&l);
 }
