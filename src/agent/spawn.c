@@ -91,21 +91,27 @@ int agent_enter_workdir(const char *dir)
  * effort: a session whose agent directory has no home directory (made
  * by an older hutch, until its agent is updated) keeps HOME as it is.
  *
- * Another process of the session may have put something at that name
- * first: only a process running as the same uid can (the directory is
- * sticky), which could as well set HOME itself; the agent never opens
- * what is there, it only names it.
+ * A command of another user may have put something at that name first,
+ * to read what this user keeps in its home: what is there is used only
+ * when it is a directory (lstat: not a symlink) of this user's.  Once it
+ * is, the directory's sticky bit keeps other users from renaming or
+ * removing it (they would need to own it or the directory), so the name
+ * stays this user's after the check.
  */
 void agent_give_home(void)
 {
 	const char *home = getenv("HOME");
 	char dir[sizeof(HUTCH_AGENT_HOME_DIR) + 16];
+	struct stat st;
 
 	if (home && *home && (strcmp(home, "/") != 0 || access("/", W_OK) == 0))
 		return;
 	snprintf(dir, sizeof(dir), HUTCH_AGENT_HOME_DIR "/%u",
 		 (unsigned int)getuid());
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid())
 		return;
 	setenv("HOME", dir, 1);
 }
