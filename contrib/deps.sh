@@ -13,6 +13,8 @@ packages=(
 	# build
 	gcc make libc6-dev autoconf automake libtool pkg-config
 	libcurl4-openssl-dev libjson-c-dev libarchive-dev
+	# the agent's grep: PCRE2, linked statically (libpcre2-8.a)
+	libpcre2-dev
 	# tests and benchmarks
 	libcriterion-dev hyperfine
 	# the unit tests under memcheck; the fuzz targets (contrib/fuzz.sh:

@@ -137,9 +137,12 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *session,
 		  const char *new_text, size_t new_len,
 		  const hutch_fs_options *opts, hutch_error **err);
 
-/* Lines matching a POSIX extended regular expression, in `path` (a file or
- * a directory searched recursively; NULL: the workspace).  Binary files and
- * .git directories are skipped; symlinks are not followed. */
+/* Lines matching a PCRE2 regular expression (Perl-compatible, as ripgrep:
+ * \d \w \s \b (?i), lazy quantifiers), in `path` (a file or a directory
+ * searched recursively; NULL: the workspace).  Binary files and .git
+ * directories are skipped; symlinks are not followed.  A bad pattern, or
+ * one that backtracks past the agent's limits on some line, is
+ * HUTCH_EINVALID. */
 int hutch_fs_grep(hutch_fs_result **out, hutch_session *session,
 		  const char *pattern, const char *path,
 		  const hutch_fs_options *opts, hutch_error **err);

@@ -7,15 +7,14 @@
  * names beneath an fd they hold, with O_NOFOLLOW, so they cannot leave it.
  *
  * Memory is bounded whatever the files: read streams, grep matches lines
- * in 64 KiB pieces, edit refuses files over 16 MiB, every list is capped
- * and the whole answer stays under 8 MiB.
+ * in 64 KiB pieces with PCRE2 under a heap limit, edit refuses files over
+ * 16 MiB, every list is capped and the whole answer stays under 8 MiB.
  */
 #include <dirent.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,11 @@
 #include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* The agent is 8-bit only: one pcre2_*_8 set of functions, linked
+ * statically (configure checks for libpcre2-8.a). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "agent.h"
 #include "base64.h"
@@ -56,6 +60,15 @@
 #define CHUNK 65536
 #define GREP_PIECE 65536 /* longer lines are matched in pieces */
 #define GREP_TEXT_MAX 500
+/* PCRE2 backtracks: a pattern such as (a+)+$ takes time exponential in the
+ * length of a line it almost matches.  These bound one pcre2_match() (a
+ * piece of a line): PCRE2's match limit (its own default, made explicit),
+ * how deep backtracking nests, and the memory of its frames (KiB; PCRE2's
+ * default is 20 GiB).  They stop exponential backtracking; a pattern that
+ * is only quadratic in a long line is left to the library's timeout. */
+#define GREP_MATCH_LIMIT 10000000
+#define GREP_DEPTH_LIMIT 1000000
+#define GREP_HEAP_LIMIT_KIB (64 << 10)
 #define LOCK_WAIT_MS 15000 /* for another writer of the file */
 #define EDIT_TRIES 4	   /* reads when the file changes under us */
 
@@ -1469,11 +1482,17 @@ static int max_option(struct fs *fs, long long *max)
 /* --- grep ----------------------------------------------------------------- */
 
 struct grep {
-	regex_t re;
+	pcre2_code *re;
+	pcre2_match_context *mctx; /* the GREP_*_LIMITs */
+	pcre2_match_data *md;
 	long long max, count, files;
 	bool truncated;
+	/* A pcre2_match() that failed (a limit hit) ends the search; where. */
+	int match_err;
+	long long err_line;
+	char err_path[PATH_MAX];
 	char *buf;   /* CHUNK */
-	char *piece; /* GREP_PIECE + 1 */
+	char *piece; /* GREP_PIECE */
 	size_t plen;
 	int npiece;	/* pieces of the current line so far */
 	bool line_done; /* the current line already matched */
@@ -1515,19 +1534,30 @@ static void grep_piece(struct walker *wk, struct grep *g, const char *rel,
 		       bool eol)
 {
 	size_t n = g->plen;
-	int flags = 0;
+	uint32_t flags = 0;
+	int rc;
 
 	if (!g->line_done && (n || g->npiece == 0)) {
 		if (eol && n && g->piece[n - 1] == '\r')
 			n--; /* CRLF files: "$" still matches */
-		g->piece[n] = '\0';
 		if (g->npiece > 0)
-			flags |= REG_NOTBOL;
+			flags |= PCRE2_NOTBOL;
 		if (!eol)
-			flags |= REG_NOTEOL;
-		if (regexec(&g->re, g->piece, 0, NULL, flags) == 0) {
+			flags |= PCRE2_NOTEOL;
+		/* The piece is untrusted bytes: PCRE2_MATCH_INVALID_UTF (at
+		 * compile) lets invalid UTF-8 in it match nothing rather than
+		 * fail the call; its length is given, so a NUL is a byte. */
+		rc = pcre2_match(g->re, (PCRE2_SPTR)g->piece, n, 0, flags,
+				 g->md, g->mctx);
+		if (rc >= 0) {
 			g->line_done = true;
 			grep_add(wk, g, rel, g->piece, n);
+		} else if (rc != PCRE2_ERROR_NOMATCH) {
+			/* rel is the walker's, under PATH_MAX. */
+			g->match_err = rc;
+			g->err_line = g->line;
+			snprintf(g->err_path, sizeof(g->err_path), "%s", rel);
+			wk->stop = true;
 		}
 	}
 	g->plen = 0;
@@ -1616,15 +1646,82 @@ static void grep_visit(struct walker *wk, int dfd, const char *name,
 	close(fd);
 }
 
+/*
+ * PATTERN with PCRE2, the syntax ripgrep and agents write (\d, \w, \s,
+ * \b, (?i), lazy quantifiers, lookaround), into @g: 0, or the exit code of
+ * the answer that refused it.
+ *
+ * Files are untrusted bytes, so UTF-8 mode comes with
+ * PCRE2_MATCH_INVALID_UTF: an invalid sequence is matched by nothing (not
+ * even '.') instead of failing the match.  PCRE2_UCP gives \d \w \s \b
+ * their Unicode meaning, as ripgrep does.  \C (one byte, even inside a
+ * UTF-8 character) is refused: it could step into the middle of one.  No
+ * JIT: it maps executable memory, which the agent has no use for; the
+ * interpreter runs under the match context's GREP_*_LIMITs.
+ */
+static int grep_compile(struct fs *fs, struct grep *g, const char *pattern)
+{
+	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_UCP |
+			PCRE2_NEVER_BACKSLASH_C;
+	PCRE2_UCHAR msg[256];
+	PCRE2_SIZE off;
+	int ec;
+
+	if (fs->o.icase)
+		opts |= PCRE2_CASELESS;
+	g->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts,
+			      &ec, &off, NULL);
+	if (!g->re) {
+		/* A message cut to fit is still NUL-terminated. */
+		pcre2_get_error_message(ec, msg, sizeof(msg));
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "bad regex '%s': %s at offset %zu", pattern,
+			    (const char *)msg, (size_t)off);
+	}
+	g->mctx = pcre2_match_context_create(NULL);
+	/* One pair of offsets: only whether a line matches is used. */
+	g->md = pcre2_match_data_create(1, NULL);
+	if (!g->mctx || !g->md)
+		return fail(fs, HUTCH_AGENT_ERR_IO, "grep: %s",
+			    strerror(ENOMEM));
+	pcre2_set_match_limit(g->mctx, GREP_MATCH_LIMIT);
+	pcre2_set_depth_limit(g->mctx, GREP_DEPTH_LIMIT);
+	pcre2_set_heap_limit(g->mctx, GREP_HEAP_LIMIT_KIB);
+	return 0;
+}
+
+/* The answer for a pcre2_match() that failed: a limit, mostly, which ends
+ * the whole search rather than leave it silently incomplete. */
+static int grep_match_failed(struct fs *fs, const struct grep *g,
+			     const char *pattern)
+{
+	PCRE2_UCHAR msg[256];
+
+	pcre2_get_error_message(g->match_err, msg, sizeof(msg));
+	switch (g->match_err) {
+	case PCRE2_ERROR_MATCHLIMIT:
+	case PCRE2_ERROR_DEPTHLIMIT:
+	case PCRE2_ERROR_HEAPLIMIT:
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "pattern too complex: '%s' gave up on %s line %lld "
+			    "(%s); nested repeats such as (a+)+ backtrack "
+			    "exponentially, simplify the pattern",
+			    pattern, g->err_path, g->err_line,
+			    (const char *)msg);
+	default:
+		return fail(fs, HUTCH_AGENT_ERR_IO,
+			    "grep: matching '%s' on %s line %lld: %s", pattern,
+			    g->err_path, g->err_line, (const char *)msg);
+	}
+}
+
 static int tool_grep(struct fs *fs)
 {
 	const char *pattern = fs->o.pos[0];
 	const char *path = fs->o.npos > 1 ? fs->o.pos[1] : ".";
 	struct fsp_res res = { .parent = -1, .fd = -1 };
 	struct grep g = { .max = GREP_MAX_DEFAULT };
-	bool compiled = false;
 	struct walker wk;
-	char err[256];
 	int rc, dfd = -1, fd = -1, i;
 
 	rc = max_option(fs, &g.max);
@@ -1637,18 +1734,11 @@ static int tool_grep(struct fs *fs)
 			goto out;
 		}
 	}
-	rc = regcomp(&g.re, pattern,
-		     REG_EXTENDED | REG_NEWLINE |
-			     (fs->o.icase ? REG_ICASE : 0));
-	if (rc) {
-		regerror(rc, &g.re, err, sizeof(err));
-		rc = fail(fs, HUTCH_AGENT_ERR_INVALID, "bad regex '%s': %s",
-			  pattern, err);
+	rc = grep_compile(fs, &g, pattern);
+	if (rc)
 		goto out;
-	}
-	compiled = true;
 	g.buf = malloc(CHUNK);
-	g.piece = malloc(GREP_PIECE + 1);
+	g.piece = malloc(GREP_PIECE);
 	if (!g.buf || !g.piece) {
 		rc = fail_path(fs, path, -ENOMEM);
 		goto out;
@@ -1673,6 +1763,11 @@ static int tool_grep(struct fs *fs)
 	} else if (included(fs, res.name)) {
 		grep_fd(&wk, &g, fd, res.rel);
 	}
+	if (g.match_err) {
+		/* fail() drops the matches gathered so far. */
+		rc = grep_match_failed(fs, &g, pattern);
+		goto out;
+	}
 	jsonw_close(&fs->out, ']');
 	jsonw_bool(&fs->out, "truncated", g.truncated || wk.truncated);
 	jsonw_int(&fs->out, "files_scanned", g.files);
@@ -1681,8 +1776,9 @@ static int tool_grep(struct fs *fs)
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
-	if (compiled)
-		regfree(&g.re);
+	pcre2_match_data_free(g.md); /* the pcre2 frees accept NULL */
+	pcre2_match_context_free(g.mctx);
+	pcre2_code_free(g.re);
 	if (dfd >= 0)
 		close(dfd);
 	if (fd >= 0)

@@ -47,6 +47,7 @@ typedef struct {
 	cli_cmd_fn fn;	       /* NULL for a table that only parses */
 	const char *synopsis;  /* what follows "hutch NAME" in the usage */
 	const char *about;     /* one line for `hutch --help` */
+	const char *notes;     /* NULL, or a paragraph for its own --help */
 	const char *shortopts; /* getopt_long's; "h" at least */
 	const cli_option *opts[CLI_MAX_TABLES]; /* its tables; NULL ends */
 } cli_command;

@@ -111,6 +111,11 @@ const cli_command cli_cmd_grep = {
 	.fn = cmd_grep,
 	.synopsis = "SESSION PATTERN [PATH] [options]",
 	.about = "search the workspace's files for a regular expression",
+	.notes = "PATTERN is PCRE2 (Perl-compatible, as ripgrep): \\d \\w \\s "
+		 "\\b (?i) lazy quantifiers (.*?), lookaround; Unicode-aware, "
+		 "matched against each line (bytes that are not UTF-8 match "
+		 "nothing). A pattern that backtracks too much, such as "
+		 "(a+)+$, ends with an error.",
 	.shortopts = "hi",
 	.opts = { grep_options, common_options },
 };

@@ -121,6 +121,10 @@ void cli_help(const cli_command *c, FILE *f)
 	fprintf(f, "usage: hutch %s %s\n", c->name, c->synopsis);
 	if (c->about)
 		fprintf(f, "%s\n", c->about);
+	if (c->notes) {
+		fputc('\n', f);
+		wrap(f, c->notes, 0, 79);
+	}
 	fprintf(f, "\noptions:\n");
 	/* In getopt's own order: what is shown is what is parsed. */
 	for (size_t i = 0; i < n; i++) {

@@ -150,7 +150,9 @@ static const char edit_out[] =
 static const char grep_in[] =
 	"{\"type\":\"object\",\"properties\":{"
 	"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"description\":"
-	"\"POSIX extended regular expression, as for 'grep -E'.\"},"
+	"\"PCRE2 regular expression (Perl-compatible, as ripgrep): \\\\d \\\\w "
+	"\\\\s \\\\b (?i) lazy quantifiers (.*?), lookaround. Matched against "
+	"each line.\"},"
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":"
 	"\"A file, or a directory searched recursively. Relative to /workspace "
 	"or absolute under it. Default: the whole workspace.\"},"
@@ -1356,11 +1358,14 @@ static mcp_tool tools[] = {
 	  "byte.",
 	  edit_in, edit_out, 0, 1, 0, run_edit, NULL, NULL },
 	{ "grep", "Search file contents",
-	  "Search file contents in /workspace with a POSIX extended regular "
-	  "expression (as grep -E), in one file or recursively in a directory "
-	  "(default: the whole workspace). Returns matching lines as "
-	  "path:line:text, paths relative to /workspace. Binary files and .git "
-	  "directories are skipped; symlinks are not followed.",
+	  "Search file contents in /workspace with a regular expression, in one "
+	  "file or recursively in a directory (default: the whole workspace). "
+	  "The syntax is PCRE2 (Perl-compatible, as ripgrep): \\d \\w \\s \\b "
+	  "(?i) lazy quantifiers (.*?), lookaround; Unicode-aware. Returns "
+	  "matching lines as path:line:text, paths relative to /workspace. "
+	  "Binary files and .git directories are skipped; symlinks are not "
+	  "followed. A pattern that backtracks too much, such as (a+)+$, ends "
+	  "with an error.",
 	  grep_in, grep_out, 1, 0, 1, run_grep, NULL, NULL },
 	{ "find", "Find files by name",
 	  "Find files and directories in /workspace whose name or path matches "

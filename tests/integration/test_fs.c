@@ -511,6 +511,67 @@ IT_TEST(fs, grep_find_ls)
 	it_result_free(&r);
 }
 
+/* grep takes the syntax agents write, as for ripgrep: PCRE2, where POSIX
+ * ERE read "\\d" as a literal 'd' and refused "(?i)". */
+IT_TEST(fs, grep_pcre2)
+{
+	const char *s = it_session();
+	json_object *doc, *error;
+	it_result r;
+
+	sh(s,
+	   "printf 'abc d\\nx 123\\n' > digits.txt && "
+	   "printf 'the cat sat\\nconcatenate\\n' > words.txt && "
+	   "printf 'int MAIN\\n' > caps.txt && "
+	   "printf 'abcb\\n' > lazy.txt && "
+	   "printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\\n' > evil.txt");
+
+	r = run(0, "grep", s, "\\d", NULL);
+	cr_assert_str_eq(r.out, "digits.txt:2:x 123\n");
+	it_result_free(&r);
+
+	r = run(0, "grep", s, "\\bcat\\b", NULL);
+	cr_assert_str_eq(r.out, "words.txt:1:the cat sat\n");
+	it_result_free(&r);
+
+	r = run(0, "grep", s, "(?i)main", NULL);
+	cr_assert_str_eq(r.out, "caps.txt:1:int MAIN\n");
+	it_result_free(&r);
+
+	r = run(0, "grep", s, "a.*?b", "lazy.txt", NULL);
+	cr_assert_str_eq(r.out, "lazy.txt:1:abcb\n");
+	it_result_free(&r);
+	/* The lazy a.*?b took "ab", so "c" follows the atomic group; the
+	 * greedy a.*b took "abcb" and never gives it back. */
+	doc = run_json(0, "grep", s, "(?>a.*?b)c", "lazy.txt", NULL);
+	cr_assert_eq(json_object_array_length(it_json_get(doc, "matches")), 1);
+	json_object_put(doc);
+	r = run(1, "grep", s, "(?>a.*b)c", "lazy.txt", NULL);
+	it_result_free(&r);
+
+	expect_refused("invalid", "grep", s, "a(", NULL);
+	doc = run_json(2, "grep", s, "a(", NULL);
+	error = it_json_get(doc, "error");
+	cr_assert_str_eq(
+		jstr(error, "message"),
+		"grep: bad regex 'a(': missing closing parenthesis at offset 2");
+	json_object_put(doc);
+
+	/* (a+)+$ against 39 a's and a b: 2^39 ways to fail, stopped by the
+	 * match limit with an error that names the file and line. */
+	expect_refused("invalid", "grep", s, "(a+)+$", NULL);
+	doc = run_json(2, "grep", s, "(a+)+$", NULL);
+	error = it_json_get(doc, "error");
+	cr_assert(strstr(jstr(error, "message"), "pattern too complex"), "%s",
+		  jstr(error, "message"));
+	cr_assert(strstr(jstr(error, "message"), "evil.txt line 1"), "%s",
+		  jstr(error, "message"));
+	json_object_put(doc);
+	/* The other files alone: no error, no match */
+	r = run(1, "grep", s, "(a+)+$", "words.txt", NULL);
+	it_result_free(&r);
+}
+
 /* Nothing in the image is needed: no shell, no libc, no /etc. */
 IT_TEST(fs, tools_on_an_empty_image)
 {

@@ -163,3 +163,38 @@ Test(cli_help, the_man_page_names_every_option)
 	}
 	free(man);
 }
+
+/* grep's help says which regular expressions it takes: agents write
+ * ripgrep's (PCRE2) syntax, and the help must not leave them guessing.
+ * Notes are wrapped like the rest of the help, within 79 columns. */
+Test(cli_help, grep_names_its_syntax)
+{
+	char cmd[512], *out, *flat, *line;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "'%s' grep --help </dev/null", HUTCH_BIN);
+	p = popen(cmd, "r");
+	cr_assert(p, "popen: %s", strerror(errno));
+	out = read_all(p);
+	pclose(p);
+	flat = strdup(out);
+	cr_assert_not_null(flat);
+	/* the words as read, whichever line they were wrapped onto */
+	for (char *c = flat; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	cr_expect(strstr(flat, "PCRE2 (Perl-compatible, as ripgrep)"), "%s",
+		  out);
+	cr_expect(strstr(flat, "\\d \\w \\s \\b (?i) lazy quantifiers"), "%s",
+		  out);
+	free(flat);
+	for (line = out; *line;) {
+		char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+
+		cr_expect_leq(len, 79, "a line over 79 columns: %.*s", (int)len,
+			      line);
+		line += len + (nl != NULL);
+	}
+	free(out);
+}

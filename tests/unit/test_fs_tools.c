@@ -703,6 +703,143 @@ Test(fstools, grep_cuts_long_lines)
 	cr_expect_eq(strlen(str("matches.0.text")), 503);
 }
 
+/* The syntax agents write, as for ripgrep: PCRE2, not POSIX ERE (where
+ * "\\d" is a literal 'd' and "(?i)" an error). */
+Test(fstools, grep_speaks_pcre2)
+{
+	PUT("digits.txt", "abc d\nx 123\n");
+	PUT("words.txt", "the cat sat\nconcatenate\ncat\n");
+	PUT("lazy.txt", "abcb\nxyz\n");
+	PUT("caps.txt", "int MAIN\n");
+
+	cr_assert_eq(run("grep", "\\d", NULL), 0);
+	cr_assert_eq(count("matches"), 1, "%s", json_object_to_json_string(js));
+	cr_expect_str_eq(str("matches.0.path"), "digits.txt");
+	cr_expect_eq(num("matches.0.line"), 2);
+	cr_expect_str_eq(str("matches.0.text"), "x 123");
+
+	cr_assert_eq(run("grep", "\\bcat\\b", "words.txt", NULL), 0);
+	cr_assert_eq(count("matches"), 2);
+	cr_expect_eq(num("matches.0.line"), 1);
+	cr_expect_eq(num("matches.1.line"), 3);
+
+	cr_assert_eq(run("grep", "^\\w+\\s\\w+$", NULL), 0);
+	cr_assert_eq(count("matches"), 3);
+	cr_expect_str_eq(str("matches.0.text"), "int MAIN");
+	cr_expect_str_eq(str("matches.1.text"), "abc d");
+	cr_expect_str_eq(str("matches.2.text"), "x 123");
+
+	cr_assert_eq(run("grep", "(?i)main", NULL), 0);
+	cr_assert_eq(count("matches"), 1);
+	cr_expect_str_eq(str("matches.0.path"), "caps.txt");
+	cr_expect_str_eq(str("matches.0.text"), "int MAIN");
+
+	/* Lazy: a.*?b stops at the first b.  Whether a line matches does not
+	 * show it; an atomic group, which never gives back what it took,
+	 * does: the lazy one took "ab" and "c" follows, the greedy one took
+	 * "abcb" and nothing follows. */
+	cr_assert_eq(run("grep", "a.*?b", "lazy.txt", NULL), 0);
+	cr_assert_eq(count("matches"), 1);
+	cr_expect_str_eq(str("matches.0.text"), "abcb");
+	cr_assert_eq(run("grep", "(?>a.*?b)c", "lazy.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	cr_assert_eq(run("grep", "(?>a.*b)c", "lazy.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+}
+
+/* -i is PCRE2_CASELESS, Unicode-aware; bytes that are not UTF-8 do not stop
+ * a search and match nothing, not even '.'. */
+Test(fstools, grep_unicode_and_invalid_utf8)
+{
+	PUT("u.txt", "CAF\xc3\x89 \xd9\xa3\n");
+	PUT("bad.txt", "caf\xff 42\nfine\n");
+
+	cr_assert_eq(run("grep", "-i", "caf\xc3\xa9", NULL), 0);
+	cr_assert_eq(count("matches"), 1);
+	cr_expect_str_eq(str("matches.0.path"), "u.txt");
+	/* \d is Unicode's: ARABIC-INDIC DIGIT THREE, as ripgrep has it */
+	cr_assert_eq(run("grep", "\\s\\d$", "u.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+
+	cr_assert_eq(run("grep", "\\d\\d", "bad.txt", NULL), 0);
+	cr_assert_eq(count("matches"), 1);
+	cr_expect_eq(num("matches.0.line"), 1);
+	cr_assert_eq(run("grep", "caf.", "bad.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+	cr_assert_eq(run("grep", "^fine$", "bad.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+}
+
+Test(fstools, grep_refuses_bad_patterns)
+{
+	PUT("a.txt", "a\n");
+	EXPECT_ERROR(run("grep", "a(", NULL), 1, "invalid");
+	cr_expect_str_eq(
+		str("error.message"),
+		"bad regex 'a(': missing closing parenthesis at offset 2");
+	EXPECT_ERROR(run("grep", "x{2,1}", NULL), 1, "invalid");
+	cr_expect(strstr(str("error.message"), "at offset 5"), "%s",
+		  str("error.message"));
+	/* \C could step into the middle of a UTF-8 character */
+	EXPECT_ERROR(run("grep", "\\C", NULL), 1, "invalid");
+	/* the pattern itself must be UTF-8 */
+	EXPECT_ERROR(run("grep", "\xff", NULL), 1, "invalid");
+	cr_expect(strstr(str("error.message"), "UTF-8"), "%s",
+		  str("error.message"));
+}
+
+/* (a+)+$ against a's and a final b backtracks 2^N ways: the match limit
+ * ends it with an error that names where, not a search that never ends,
+ * and the matches already found in other files are not passed off as the
+ * whole answer. */
+Test(fstools, grep_stops_catastrophic_backtracking)
+{
+	char line[42];
+
+	memset(line, 'a', 39);
+	line[39] = 'b';
+	line[40] = '\n';
+	PUT("a.txt", "aaaa\n");
+	put_file("z.txt", line, 41);
+	cr_assert_eq(run("grep", "(a+)+$", "a.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	EXPECT_ERROR(run("grep", "(a+)+$", NULL), 1, "invalid");
+	cr_expect_null(get("matches"));
+	cr_expect(strstr(str("error.message"), "pattern too complex"), "%s",
+		  str("error.message"));
+	cr_expect(strstr(str("error.message"), "z.txt line 1"), "%s",
+		  str("error.message"));
+	cr_expect_null(strchr(str("error.message"), '\n'));
+	/* The same file with a pattern that cannot backtrack that way. */
+	cr_assert_eq(run("grep", "^a+$", "z.txt", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+}
+
+/* A line longer than a piece is matched in pieces: "^" only at the
+ * line's start, "$" only at its end, \b and \d as in a short line. */
+Test(fstools, grep_long_line_pieces)
+{
+	static char line[70002];
+
+	memset(line, 'x', sizeof(line));
+	memcpy(line, "start", 5);
+	memcpy(line + 66000, " 42 ", 4);
+	memcpy(line + sizeof(line) - 4, "end", 3);
+	line[sizeof(line) - 1] = '\n';
+	put_file("long.txt", line, sizeof(line));
+	cr_assert_eq(run("grep", "^start", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	cr_assert_eq(run("grep", "\\b\\d+\\b", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	cr_assert_eq(run("grep", "end$", NULL), 0);
+	cr_expect_eq(count("matches"), 1);
+	/* 65536 is in the middle of the x's: neither end is there */
+	cr_assert_eq(run("grep", "^x", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+	cr_assert_eq(run("grep", "x$", NULL), 0);
+	cr_expect_eq(count("matches"), 0);
+}
+
 /* --- find ----------------------------------------------------------------- */
 
 Test(fstools, find_globs_and_types)

@@ -446,6 +446,29 @@ Test(mcp, tools_list_has_the_ten_tools)
 	json_object_put(tools);
 }
 
+/* The grep tool says which regular expressions it takes, in its
+ * description and its pattern's: a model writes ripgrep's syntax, and
+ * POSIX ERE would read its \d as a literal 'd'. */
+Test(mcp, grep_names_its_syntax)
+{
+	json_object *tools, *grep;
+	const char *d;
+
+	start();
+	initialize("2025-06-18");
+	tools = list_tools(1);
+	grep = json_object_array_get_idx(tools, 4);
+	cr_assert_str_eq(get_str(grep, "name"), "grep");
+	d = get_str(grep, "description");
+	cr_expect(strstr(d, "PCRE2 (Perl-compatible, as ripgrep)"), "%s", d);
+	cr_expect(strstr(d, "\\d \\w \\s \\b (?i) lazy quantifiers"), "%s", d);
+	d = get_str(grep, "inputSchema.properties.pattern.description");
+	cr_expect(strstr(d, "PCRE2"), "%s", d);
+	cr_expect(strstr(d, "\\d \\w \\s \\b (?i)"), "%s", d);
+	cr_expect_null(strstr(d, "POSIX"), "%s", d);
+	json_object_put(tools);
+}
+
 /* exec with background: true answers {"status":"started","id":...}, which
  * the exec tool's output schema must accept, as a client checks it; the
  * new tools' inputs refuse what their code would not take. */
