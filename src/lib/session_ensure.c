@@ -173,6 +173,15 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
 	return 1;
 }
 
+/* Keep *lerr as the last failure of settings taken over from another
+ * call; the one before is dropped. */
+static void adopted_failure(hutch_error **adopted, hutch_error **lerr)
+{
+	hutch_error_free(*adopted);
+	*adopted = *lerr;
+	*lerr = NULL;
+}
+
 /*
  * Bring the session's container up, making what is missing.  Any number of
  * processes may do this at once for one session, each with its own
@@ -186,6 +195,11 @@ static int wants_sandbox_user(hutch_session *s, hutch_error **err)
  *    others wait for its container (up to RACE_TAKEOVER_MS), so a racer's
  *    settings that cannot work (a user its image lacks) fail that racer
  *    alone, and its cleanup never pulls volumes from under another;
+ *  - a maker that takes longer than that (a loaded machine) is taken for
+ *    dead and its record or container brought up by another call; when
+ *    that fails, the failure is the maker's settings', not the call's:
+ *    it undoes what it made and waits again (up to RACE_GIVEUP_MS), for
+ *    the maker fails in turn and removes what it made;
  *  - a call that fails removes its own container and volumes only.
  *
  * It stays one function, over 100 lines: each turn of the loop looks at
@@ -198,6 +212,8 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	struct seen c;
 	char diff[1024];
 	int rc, made = 0, waited = 0, recreate = s->recreate;
+	/* The last failure of settings this call took over, not its own. */
+	hutch_error *adopted = NULL;
 
 	if (created)
 		*created = 0;
@@ -285,6 +301,20 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			    (rc = hutch__session_remove_container(
 				     s, s->ensure.made_id, &lerr)) == 0)
 				s->ensure.made_id[0] = '\0';
+			if (rc < 0 && s->ensure.takeover && !s->new_record) {
+				/* A record taken over from a maker we took
+				 * for dead, whose settings failed: not ours.
+				 * A maker that was only slow removes it when
+				 * it fails in turn; wait for that again. */
+				hutch__session_remove_container(
+					s, s->ensure.made_id, NULL);
+				s->ensure.made_id[0] = '\0';
+				s->ensure.takeover = 0;
+				waiting = now;
+				adopted_failure(&adopted, &lerr);
+				hutch__sleep_ms(100);
+				continue;
+			}
 			if (rc < 0)
 				goto fail;
 			continue;
@@ -321,6 +351,16 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			if (rc >= 0)
 				rc = hutch__session_start(s, &lerr);
 		}
+		if (rc < 0 && fresh && !c.mine && rc != HUTCH_ECONFLICT &&
+		    rc != HUTCH_ENOTFOUND) {
+			/* Another call's container, never started, that we
+			 * tried to start for it: its settings failed, not
+			 * ours.  Its maker, if only slow, removes it. */
+			since = now;
+			adopted_failure(&adopted, &lerr);
+			hutch__sleep_ms(100);
+			continue;
+		}
 		if (rc < 0 && rc != HUTCH_ECONFLICT && rc != HUTCH_ENOTFOUND)
 			goto fail;
 		hutch_error_free(lerr);
@@ -337,13 +377,23 @@ fail:
 			s->ensure.made_id[0] = '\0';
 		}
 		hutch__session_forget_new_volumes(s);
+		hutch_error_free(adopted);
 		hutch__error_wrap(&lerr, rc, "session '%s'", s->name);
 		return hutch__error_pass(err, lerr, rc);
 	}
+	hutch_error_free(adopted);
 	if (created)
 		*created = made;
 	return 0;
 stuck:
+	if (adopted) {
+		rc = hutch__error_wrap(
+			&adopted, HUTCH_ETIMEOUT,
+			"session '%s': the container another call made did not "
+			"come up within %d s",
+			s->name, RACE_GIVEUP_MS / 1000);
+		return hutch__error_pass(err, adopted, rc);
+	}
 	return hutch__error_set(
 		err, HUTCH_ETIMEOUT,
 		"session '%s': the container did not come up within %d s",
