@@ -821,6 +821,8 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 int hutch_image_remove(hutch_engine *e, const char *ref, int force,
 		       hutch_error **err)
 {
+	char what[256];
+
 	/* Into the path as it is: a reference, or an engine ID. */
 	if (!hutch_image_ref_valid(ref) &&
 	    !(ref && strncmp(ref, "sha256:", 7) == 0 && strlen(ref) == 71 &&
@@ -828,5 +830,6 @@ int hutch_image_remove(hutch_engine *e, const char *ref, int force,
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"invalid image name '%.200s'",
 					ref ? ref : "");
-	return hutch__api_image_remove(e, ref, force, "remove image", err);
+	snprintf(what, sizeof(what), "remove image '%.200s'", ref);
+	return hutch__api_image_remove(e, ref, force, what, err);
 }
