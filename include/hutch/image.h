@@ -16,7 +16,9 @@
  * The directory itself becomes the image's "/".
  *
  * A tar file (plain, or compressed with gzip, bzip2, xz or zstd) is sent
- * as it is; the engine unpacks it.
+ * as it is; the engine unpacks it.  Both Docker and Podman unpack gzip and
+ * xz; zstd is the engine's choice (Podman reads it, older Dockers
+ * answer "invalid tar header").
  */
 #ifndef HUTCH_IMAGE_H
 #define HUTCH_IMAGE_H
