@@ -732,6 +732,7 @@ static int import_dir(hutch_engine *e, int fd, const char *ref, char **changes,
 		hutch_error_free(herr);
 		rc = hutch__error_pass(err, job.err, job.rc);
 		job.err = NULL;
+		hutch__error_wrap(err, rc, "%s", what);
 	} else if (rc < 0) {
 		hutch__error_pass(err, herr, rc);
 	}

@@ -131,6 +131,13 @@ IT_TEST(image, import_dir)
 	it_result r;
 
 	make_rootfs(dir, sizeof(dir));
+	/* What a root filesystem has and a workspace copy drops (the tests
+	 * run as root, as the engines do): a device node, a fifo, a setuid
+	 * file, an owner other than root. */
+	sh("cd '%s' && mkdir devs srv && mknod devs/null2 c 1 3 && "
+	   "mkfifo devs/ff && cp bin/busybox bin/su2 && chmod 4755 bin/su2 && "
+	   "chown 1000:1001 srv",
+	   dir);
 	image_name(image, sizeof(image), "dir");
 	r = it_hutch("image", "import", dir, image, "--env", "FOO=bar",
 		     "--workdir", "/workspace", NULL);
@@ -143,6 +150,8 @@ IT_TEST(image, import_dir)
 	out = run_on(image, "echo $FOO; pwd; ls -l /bin/sh; "
 			    "readlink /etc/evil; "
 			    "test -e /etc/evil || echo dangling; "
+			    "stat -c '%A %u:%g %t,%T %n' /devs/null2 /devs/ff "
+			    "/bin/su2 /srv; "
 			    "stat -c %h /bin/bb2");
 	cr_assert(strncmp(out, "bar\n/workspace\n", 15) == 0,
 		  "ENV and WORKDIR: '%s'", out);
@@ -153,6 +162,14 @@ IT_TEST(image, import_dir)
 	cr_assert_not_null(strstr(out, "\n/etc/shadow\ndangling\n"),
 			   "/etc/evil is a link, not the host's file: '%s'",
 			   out);
+	cr_assert_not_null(strstr(out, "crw-r--r-- 0:0 1,3 /devs/null2\n"),
+			   "device node kept: '%s'", out);
+	cr_assert_not_null(strstr(out, "prw-r--r-- 0:0 "), "fifo kept: '%s'",
+			   out);
+	cr_assert_not_null(strstr(out, "-rwsr-xr-x 0:0 "),
+			   "setuid bit kept: '%s'", out);
+	cr_assert_not_null(strstr(out, " 1000:1001 0,0 /srv\n"),
+			   "numeric owner kept: '%s'", out);
 	/* busybox and bb2 are one inode: the hard link was kept. */
 	cr_assert(strlen(out) >= 3 &&
 			  strcmp(out + strlen(out) - 3, "\n2\n") == 0,
