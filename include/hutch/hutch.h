@@ -13,6 +13,7 @@
 #include <hutch/fs.h>
 #include <hutch/process.h>
 #include <hutch/sync.h>
+#include <hutch/image.h>
 
 #ifdef __cplusplus
 extern "C" {

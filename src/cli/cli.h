@@ -165,6 +165,8 @@ extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
 extern const cli_command cli_cmd_ps, cli_cmd_logs, cli_cmd_kill, cli_cmd_wait;
 /* Interactive use and port forwarding (cmd_shell.c, cmd_portfwd.c). */
 extern const cli_command cli_cmd_shell, cli_cmd_port_forward;
+/* Images without a registry (cmd_image.c). */
+extern const cli_command cli_cmd_image;
 
 /* Progress of a sync on stderr when it is a terminal (<= 4 updates/s). */
 typedef struct {

@@ -34,6 +34,7 @@ const cli_command *const cli_commands[] = {
 	&cli_cmd_kill,	   &cli_cmd_wait,	  &cli_cmd_sessions,
 	&cli_cmd_rm,	   &cli_cmd_gc,		  &cli_cmd_doctor,
 	&cli_cmd_batch,	   &cli_cmd_mcp,	  &cli_cmd_version,
+	&cli_cmd_image,
 };
 
 const size_t cli_command_count = sizeof(cli_commands) / sizeof(cli_commands[0]);

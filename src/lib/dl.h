@@ -71,6 +71,8 @@ int hutch__dl_curl(hutch_error **err);
 	X(archive_entry_set_mtime)               \
 	X(archive_entry_set_pathname)            \
 	X(archive_entry_set_perm)                \
+	X(archive_entry_set_rdevmajor)           \
+	X(archive_entry_set_rdevminor)           \
 	X(archive_entry_set_size)                \
 	X(archive_entry_set_symlink)             \
 	X(archive_entry_set_uid)                 \
@@ -192,6 +194,10 @@ int hutch__dl_curl(hutch_error **err);
 	(*hutch__dl_archive_syms.sym_archive_entry_set_pathname)
 #define archive_entry_set_perm \
 	(*hutch__dl_archive_syms.sym_archive_entry_set_perm)
+#define archive_entry_set_rdevmajor \
+	(*hutch__dl_archive_syms.sym_archive_entry_set_rdevmajor)
+#define archive_entry_set_rdevminor \
+	(*hutch__dl_archive_syms.sym_archive_entry_set_rdevminor)
 #define archive_entry_set_size \
 	(*hutch__dl_archive_syms.sym_archive_entry_set_size)
 #define archive_entry_set_symlink \

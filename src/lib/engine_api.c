@@ -613,6 +613,97 @@ int hutch__api_image_inspect(hutch_engine *e, const char *image,
 	return get_on(e, "/images/", image, "/json", 0, out, what, err);
 }
 
+/* The first error in an import's answer, a stream of JSON messages
+ * ({"status"}, {"error", "errorDetail"}), newly allocated; NULL when
+ * there is none (or no memory to say it). */
+static char *stream_error(const char *data, size_t len)
+{
+	json_tokener *tok = json_tokener_new();
+	char *msg = NULL;
+	size_t pos = 0;
+
+	if (!tok)
+		return NULL;
+	while (pos < len && !msg) {
+		json_object *o, *v;
+		size_t used;
+
+		/* Skip the newlines between messages. */
+		if (data[pos] == '\r' || data[pos] == '\n' ||
+		    data[pos] == ' ') {
+			pos++;
+			continue;
+		}
+		o = json_tokener_parse_ex(tok, data + pos, (int)(len - pos));
+		used = (size_t)json_tokener_get_parse_end(tok);
+		if (!o || used == 0)
+			break; /* not JSON: the status said enough */
+		pos += used;
+		json_tokener_reset(tok);
+		if (json_object_object_get_ex(o, "error", &v) &&
+		    json_object_is_type(v, json_type_string))
+			msg = strdup(json_object_get_string(v));
+		json_object_put(o);
+	}
+	json_tokener_free(tok);
+	return msg;
+}
+
+int hutch__api_image_import(hutch_engine *e, const char *ref,
+			    const char *const *changes, size_t nchanges,
+			    hutch__source_fn source, void *payload,
+			    const hutch_cancel *cancel, const char *what,
+			    hutch_error **err)
+{
+	hutch__request req = { .method = "POST",
+			       .source = source,
+			       .source_payload = payload,
+			       .content_type = "application/x-tar",
+			       .cancel = cancel };
+	hutch__response resp = HUTCH__RESPONSE_INIT;
+	/* The reference as repo=NAME:TAG, no tag=: Podman's compat API
+	 * drops `tag` for fromSrc and tags "latest", both take this. */
+	hutch_buf q = HUTCH_BUF_INIT(64 * 1024);
+	char *esc = hutch__url_escape(ref), *msg;
+	int rc = 0;
+
+	if (!esc ||
+	    hutch__buf_printf(&q, "/images/create?fromSrc=-&repo=%s", esc) < 0)
+		rc = hutch__error_oom(err);
+	free(esc);
+	for (size_t i = 0; rc == 0 && i < nchanges; i++) {
+		esc = hutch__url_escape(changes[i]);
+		if (!esc || hutch__buf_printf(&q, "&changes=%s", esc) < 0)
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"%s: the image's settings are too long", what);
+		free(esc);
+	}
+	req.path = q.data; /* set: the first printf succeeded */
+	if (rc == 0)
+		rc = hutch__http(e, &req, &resp, err);
+	if (rc < 0) {
+		hutch__error_wrap(err, rc, "%s", what);
+	} else if (resp.status != 200) {
+		rc = hutch__engine_error(err, resp.status, resp.body.data,
+					 resp.body.len, what);
+	} else if ((msg = stream_error(resp.body.data, resp.body.len))) {
+		rc = hutch__error_set(err, hutch__engine_error_code(500, msg),
+				      "%s: %.500s", what, msg);
+		free(msg);
+	}
+	hutch__response_free(&resp);
+	hutch__buf_free(&q);
+	return rc;
+}
+
+int hutch__api_image_remove(hutch_engine *e, const char *image, int force,
+			    const char *what, hutch_error **err)
+{
+	return call_on(e, "DELETE", "/images/", image, force ? "?force=1" : "",
+		       what, err);
+}
+
 int hutch__api_ping(hutch_engine *e, hutch_error **err)
 {
 	hutch__request req = { .method = "GET",

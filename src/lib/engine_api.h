@@ -24,6 +24,8 @@
 #include <hutch/engine.h>
 #include <hutch/error.h>
 
+#include "http.h"
+
 /* ---- containers ------------------------------------------------------- */
 
 /* A mount of a volume ("volume") or a host directory ("bind"). */
@@ -163,6 +165,22 @@ int hutch__api_volume_list(hutch_engine *e, const char *label,
 int hutch__api_image_inspect(hutch_engine *e, const char *image,
 			     json_object **out, const char *what,
 			     hutch_error **err);
+/*
+ * POST /images/create?fromSrc=- with the tar pulled from `source` (any
+ * compression the engine reads), as image `ref` (NAME:TAG, checked by the
+ * caller: it goes into the query escaped but unparsed).  `changes` are
+ * Dockerfile instructions ("ENV K=V", "WORKDIR /w"), each sent as a
+ * `changes` parameter.  Returns 0 when the engine answered 200 with no
+ * error in its progress stream (Docker reports some failures there).
+ */
+int hutch__api_image_import(hutch_engine *e, const char *ref,
+			    const char *const *changes, size_t nchanges,
+			    hutch__source_fn source, void *payload,
+			    const hutch_cancel *cancel, const char *what,
+			    hutch_error **err);
+/* DELETE /images/IMAGE (`image` checked as for inspect). */
+int hutch__api_image_remove(hutch_engine *e, const char *image, int force,
+			    const char *what, hutch_error **err);
 /* GET /_ping (unversioned). */
 int hutch__api_ping(hutch_engine *e, hutch_error **err);
 /* GET /version (unversioned): the engine's JSON answer. */

@@ -1,0 +1,836 @@
+/*
+ * image.c - import a root filesystem as an image (hutch/image.h)
+ *
+ * A directory is walked by a worker thread into a tar (libarchive) that a
+ * bounded pipe hands to curl, which sends it as the body of the engine's
+ * import call: nothing is held beyond the pipe's capacity.  A tar file is
+ * read straight into the request.
+ *
+ * The walk is relative to directory fds opened with O_NOFOLLOW, as
+ * sync-in's: a symlink in the tree is stored as a symlink and never
+ * entered or followed.  Unlike sync-in, it keeps what a root filesystem
+ * needs: numeric owners, set-id bits, hard links and device nodes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <hutch/image.h>
+
+#include "common.h"
+#include "dl.h"
+#include "engine_api.h"
+#include "engine_internal.h"
+#include "error.h"
+#include "sync_internal.h"
+
+/* Deepest directory nesting walked; each level holds one open fd. */
+#define MAX_DEPTH 256
+/* Hard-linked files remembered (their first name each) to link the
+ * later names to: the one part of the walk that grows with the tree. */
+#define MAX_HARDLINKS (1u << 20)
+/* Instructions (ENV, WORKDIR, USER) sent with the import. */
+#define MAX_CHANGES 1024
+/* How often the progress callback may run. */
+#define PROGRESS_EVERY_MS 100
+
+/* ---- references ------------------------------------------------------- */
+
+static int is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static int is_alnum(char c)
+{
+	return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* One path component of a repository name: [a-z0-9]+ joined by '.', '_',
+ * "__" or runs of '-'. */
+static int component_valid(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	if (n == 0 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+		return 0;
+	while (i < n) {
+		if (is_lower_alnum(s[i])) {
+			i++;
+		} else if (s[i] == '.' || s[i] == '_') {
+			size_t run = i + 1 < n && s[i] == '_' &&
+						     s[i + 1] == '_' ?
+					     2 :
+					     1;
+			i += run;
+			if (!is_lower_alnum(s[i]))
+				return 0;
+		} else if (s[i] == '-') {
+			while (i < n && s[i] == '-')
+				i++;
+			if (!is_lower_alnum(s[i]))
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* A registry host: DNS labels joined by '.', an optional ":PORT". */
+static int domain_valid(const char *s, size_t n)
+{
+	size_t i = 0, label = 0;
+
+	while (i < n && s[i] != ':') {
+		if (is_alnum(s[i])) {
+			label++;
+		} else if (s[i] == '-' && label > 0) {
+			label++;
+		} else if (s[i] == '.' && label > 0 && s[i - 1] != '-') {
+			label = 0;
+		} else {
+			return 0;
+		}
+		i++;
+	}
+	if (label == 0 || s[i - 1] == '-')
+		return 0;
+	if (i < n) { /* ":PORT" */
+		size_t digits = n - i - 1;
+
+		if (digits == 0 || digits > 5 ||
+		    strspn(s + i + 1, "0123456789") < digits)
+			return 0;
+	}
+	return 1;
+}
+
+static int tag_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= 128 && (is_alnum(s[0]) || s[0] == '_') &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-") == n;
+}
+
+int hutch_image_ref_valid(const char *ref)
+{
+	const char *slash, *colon, *p, *name_end;
+	size_t len;
+
+	if (!ref)
+		return 0;
+	len = strlen(ref);
+	if (len == 0 || len > 255 + 1 + 128 || strchr(ref, '@'))
+		return 0;
+	slash = strrchr(ref, '/');
+	colon = strrchr(ref, ':');
+	/* A ':' after the last '/' starts the tag; one before it belongs to
+	 * the registry's port. */
+	if (colon && (!slash || colon > slash)) {
+		if (!tag_valid(colon + 1))
+			return 0;
+		name_end = colon;
+	} else {
+		name_end = ref + len;
+	}
+	if ((size_t)(name_end - ref) > 255)
+		return 0;
+	p = ref;
+	slash = memchr(ref, '/', (size_t)(name_end - ref));
+	/* The first component names a registry when it looks like a host. */
+	if (slash) {
+		size_t n = (size_t)(slash - ref);
+
+		if (memchr(ref, '.', n) || memchr(ref, ':', n) ||
+		    (n == 9 && memcmp(ref, "localhost", 9) == 0)) {
+			if (!domain_valid(ref, n))
+				return 0;
+			p = slash + 1;
+		}
+	}
+	for (;;) {
+		const char *end = memchr(p, '/', (size_t)(name_end - p));
+		size_t n = (size_t)((end ? end : name_end) - p);
+
+		if (!component_valid(p, n))
+			return 0;
+		if (!end)
+			return 1;
+		p = end + 1;
+	}
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+struct hardlink {
+	dev_t dev;
+	ino_t ino;
+	char *path; /* the first name written */
+};
+
+struct job {
+	int dirfd; /* the root filesystem; owned */
+	struct hutch__pipe *pipe;
+	int rc;		  /* the worker's result */
+	hutch_error *err; /* the worker's error, or NULL */
+};
+
+struct walk {
+	struct job *job;
+	struct archive *a;
+	struct archive_entry *entry;
+	char path[PATH_MAX];
+	char *buf; /* file data, HUTCH_SYNC_BLOCK */
+	int reader_gone;
+	struct hardlink *links;
+	size_t nlinks, alloc;
+};
+
+static la_ssize_t on_write(struct archive *a, void *p, const void *data,
+			   size_t len)
+{
+	struct walk *w = p;
+
+	if (hutch__pipe_write(w->job->pipe, data, len, NULL) < 0) {
+		w->reader_gone = 1;
+		archive_set_error(a, ECANCELED, "upload stopped");
+		return -1;
+	}
+	return (la_ssize_t)len;
+}
+
+static int archive_fail(struct walk *w, const char *what)
+{
+	if (w->reader_gone)
+		return 1; /* not an error of ours: the transfer ended */
+	return hutch__error_set(&w->job->err, HUTCH_EFAILED, "%s '%.300s': %s",
+				what, w->path,
+				archive_error_string(w->a) ?
+					archive_error_string(w->a) :
+					"archive error");
+}
+
+static int walk_fail(struct walk *w, const char *what)
+{
+	return hutch__error_set(&w->job->err, HUTCH_EFAILED, "%s '%.300s': %s",
+				what, w->path, strerror(errno));
+}
+
+/* The header of every entry: the tree's own mode bits (set-id and sticky
+ * included) and numeric owner, as the root filesystem has them. */
+static void header_common(struct walk *w, const struct stat *st,
+			  unsigned int type)
+{
+	archive_entry_clear(w->entry);
+	archive_entry_set_pathname(w->entry, w->path);
+	archive_entry_set_filetype(w->entry, type);
+	archive_entry_set_perm(w->entry, st->st_mode & 07777);
+	archive_entry_set_mtime(w->entry, st->st_mtim.tv_sec,
+				st->st_mtim.tv_nsec);
+	archive_entry_set_uid(w->entry, st->st_uid);
+	archive_entry_set_gid(w->entry, st->st_gid);
+}
+
+static int write_header(struct walk *w)
+{
+	if (archive_write_header(w->a, w->entry) != ARCHIVE_OK)
+		return archive_fail(w, "cannot add");
+	return 0;
+}
+
+/*
+ * A second name of a file already written: a hard link to the first.
+ * Returns 1 when it was one (written), 0 when the file is new (now
+ * remembered), or an error.
+ */
+static int as_hardlink(struct walk *w, const struct stat *st)
+{
+	struct hardlink *l;
+
+	if (st->st_nlink < 2)
+		return 0;
+	for (size_t i = 0; i < w->nlinks; i++) {
+		l = &w->links[i];
+		if (l->dev != st->st_dev || l->ino != st->st_ino)
+			continue;
+		header_common(w, st, AE_IFREG);
+		archive_entry_set_size(w->entry, 0);
+		archive_entry_set_hardlink(w->entry, l->path);
+		return write_header(w) ?: 1;
+	}
+	if (w->nlinks == MAX_HARDLINKS)
+		return hutch__error_set(&w->job->err, HUTCH_ETOOBIG,
+					"more than %u hard-linked files",
+					MAX_HARDLINKS);
+	if (w->nlinks == w->alloc) {
+		size_t n = w->alloc ? w->alloc * 2 : 64;
+		void *p = realloc(w->links, n * sizeof(*w->links));
+
+		if (!p)
+			return hutch__error_oom(&w->job->err);
+		w->links = p;
+		w->alloc = n;
+	}
+	l = &w->links[w->nlinks];
+	if (!(l->path = strdup(w->path)))
+		return hutch__error_oom(&w->job->err);
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	w->nlinks++;
+	return 0;
+}
+
+/*
+ * One regular file, streamed block by block.  Opened through a bare
+ * handle (O_PATH) checked to be the regular file looked at, so a file
+ * swapped for a fifo or a device since is not opened: opening a device
+ * can have effects of its own.
+ */
+static int add_file(struct walk *w, int dirfd, const char *name,
+		    const struct stat *seen)
+{
+	struct stat st;
+	la_int64_t left;
+	ssize_t n;
+	char self[64];
+	int fd, pfd, rc;
+
+	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return walk_fail(w, "cannot open");
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return walk_fail(w, "cannot open");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_ino != seen->st_ino || st.st_dev != seen->st_dev) {
+		close(fd);
+		errno = EAGAIN;
+		return walk_fail(w, "changed while read");
+	}
+	rc = as_hardlink(w, &st);
+	if (rc != 0) {
+		close(fd);
+		return rc > 0 ? 0 : rc;
+	}
+	header_common(w, &st, AE_IFREG);
+	archive_entry_set_size(w->entry, st.st_size);
+	if ((rc = write_header(w)) != 0) {
+		close(fd);
+		return rc;
+	}
+	/* Exactly st_size bytes go out: a file that grows is cut, one that
+	 * shrinks is padded with zeros by libarchive. */
+	for (left = st.st_size; left > 0; left -= n) {
+		size_t want = left < HUTCH_SYNC_BLOCK ? (size_t)left :
+							HUTCH_SYNC_BLOCK;
+
+		n = read(fd, w->buf, want);
+		if (n < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n < 0) {
+			rc = walk_fail(w, "cannot read");
+			break;
+		}
+		if (n == 0)
+			break;
+		if (archive_write_data(w->a, w->buf, (size_t)n) != n) {
+			rc = archive_fail(w, "cannot add");
+			break;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+static int add_symlink(struct walk *w, int dirfd, const char *name,
+		       const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return walk_fail(w, "cannot read link");
+	target[n] = '\0';
+	header_common(w, st, AE_IFLNK);
+	archive_entry_set_perm(w->entry, 0777);
+	archive_entry_set_symlink(w->entry, target);
+	return write_header(w);
+}
+
+/* Device nodes and fifos: a header only (a root filesystem's /dev). */
+static int add_special(struct walk *w, const struct stat *st)
+{
+	int rc = as_hardlink(w, st);
+
+	if (rc != 0)
+		return rc > 0 ? 0 : rc;
+	header_common(w, st,
+		      S_ISCHR(st->st_mode) ? AE_IFCHR :
+		      S_ISBLK(st->st_mode) ? AE_IFBLK :
+					     AE_IFIFO);
+	if (!S_ISFIFO(st->st_mode)) {
+		archive_entry_set_rdevmajor(w->entry, major(st->st_rdev));
+		archive_entry_set_rdevminor(w->entry, minor(st->st_rdev));
+	}
+	return write_header(w);
+}
+
+static int descend(struct walk *w, DIR **stack, size_t *lens, size_t *depth,
+		   int dfd, const char *name, size_t pathlen,
+		   const struct stat *st)
+{
+	DIR *sub;
+	int sfd, rc;
+
+	if (*depth == MAX_DEPTH)
+		return hutch__error_set(
+			&w->job->err, HUTCH_EFAILED,
+			"'%.300s' is nested deeper than %d directories",
+			w->path, MAX_DEPTH);
+	header_common(w, st, AE_IFDIR);
+	if ((rc = write_header(w)) != 0)
+		return rc;
+	sfd = openat(dfd, name,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	sub = sfd >= 0 ? fdopendir(sfd) : NULL;
+	if (!sub) {
+		rc = walk_fail(w, "cannot open");
+		if (sfd >= 0)
+			close(sfd);
+		return rc;
+	}
+	stack[*depth] = sub;
+	lens[*depth] = pathlen;
+	(*depth)++;
+	return 0;
+}
+
+static int walk(struct walk *w)
+{
+	DIR *stack[MAX_DEPTH];
+	size_t lens[MAX_DEPTH];
+	size_t depth = 0;
+	int rc = 0, fd;
+
+	fd = dup(w->job->dirfd);
+	stack[0] = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!stack[0]) {
+		if (fd >= 0)
+			close(fd);
+		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
+					"cannot list the root filesystem: %s",
+					strerror(errno));
+	}
+	lens[0] = 0;
+	depth = 1;
+	while (depth > 0 && rc == 0) {
+		size_t top = lens[depth - 1], nlen;
+		int dfd = dirfd(stack[depth - 1]);
+		struct dirent *de;
+		struct stat st;
+
+		errno = 0;
+		de = readdir(stack[depth - 1]);
+		if (!de) {
+			if (errno) {
+				w->path[top] = '\0';
+				rc = walk_fail(w, "cannot list");
+			}
+			closedir(stack[--depth]);
+			continue;
+		}
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		nlen = strlen(de->d_name);
+		if (top + nlen + 2 > sizeof(w->path)) {
+			w->path[top] = '\0';
+			rc = hutch__error_set(&w->job->err, HUTCH_EFAILED,
+					      "path too long under '%.300s'",
+					      w->path);
+			break;
+		}
+		if (top)
+			w->path[top] = '/';
+		memcpy(w->path + top + (top ? 1 : 0), de->d_name, nlen + 1);
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue; /* removed while we walk */
+			rc = walk_fail(w, "cannot stat");
+			break;
+		}
+		if (S_ISREG(st.st_mode))
+			rc = add_file(w, dfd, de->d_name, &st);
+		else if (S_ISLNK(st.st_mode))
+			rc = add_symlink(w, dfd, de->d_name, &st);
+		else if (S_ISDIR(st.st_mode))
+			rc = descend(w, stack, lens, &depth, dfd, de->d_name,
+				     top + (top ? 1 : 0) + nlen, &st);
+		else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
+			 S_ISFIFO(st.st_mode))
+			rc = add_special(w, &st);
+		/* Sockets are made by the programs that listen on them. */
+	}
+	while (depth > 0)
+		closedir(stack[--depth]);
+	return rc;
+}
+
+static void *worker(void *p)
+{
+	struct job *job = p;
+	struct walk w = { .job = job };
+	int rc;
+
+	w.buf = malloc(HUTCH_SYNC_BLOCK);
+	w.a = archive_write_new();
+	w.entry = archive_entry_new();
+	if (!w.buf || !w.a || !w.entry) {
+		rc = hutch__error_oom(&job->err);
+		goto out;
+	}
+	/* pax only where ustar cannot say it (long names, big files). */
+	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w.a, HUTCH_SYNC_BLOCK) !=
+		    ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
+	    archive_write_open(w.a, &w, NULL, on_write, NULL) != ARCHIVE_OK) {
+		rc = archive_fail(&w, "cannot start the archive of");
+		goto out;
+	}
+	rc = walk(&w);
+	if (rc == 0 && archive_write_close(w.a) != ARCHIVE_OK)
+		rc = archive_fail(&w, "cannot finish the archive of");
+out:
+	if (rc > 0) /* the reader stopped: its side reports why */
+		rc = 0;
+	/* On failure no end-of-archive marker may follow: the engine must
+	 * see a cut upload, not a shorter but complete tree. */
+	if (w.a && (rc != 0 || w.reader_gone))
+		archive_write_fail(w.a);
+	archive_write_free(w.a);
+	archive_entry_free(w.entry);
+	job->rc = rc;
+	hutch__pipe_close_write(job->pipe, rc < 0 || w.reader_gone);
+	for (size_t i = 0; i < w.nlinks; i++)
+		free(w.links[i].path);
+	free(w.links);
+	free(w.buf);
+	return NULL;
+}
+
+/* ---- the transfer -------------------------------------------------------- */
+
+struct driver {
+	const hutch_image_import_options *opts;
+	struct hutch__pipe *pipe; /* a directory's walk; NULL for a file */
+	int fd;			  /* a tar file */
+	uint64_t sent;
+	unsigned long long t0, last;
+	int cancelled;
+	int read_errno; /* reading the tar file failed */
+};
+
+static int driver_check(struct driver *d, int force)
+{
+	const hutch_image_import_options *o = d->opts;
+	unsigned long long now;
+
+	if (o && o->cancel && hutch_cancel_raised(o->cancel))
+		d->cancelled = 1;
+	if (!d->cancelled && o && o->progress) {
+		now = hutch__now_ms();
+		if (force || now - d->last >= PROGRESS_EVERY_MS) {
+			d->last = now;
+			if (o->progress(d->sent, now - d->t0, o->payload))
+				d->cancelled = 1;
+		}
+	}
+	return d->cancelled ? -1 : 0;
+}
+
+/* curl pulls the request body: from the walk's pipe, or the file. */
+static size_t source(char *buf, size_t len, void *payload)
+{
+	struct driver *d = payload;
+	ssize_t n;
+
+	for (;;) {
+		if (d->pipe) {
+			n = hutch__pipe_read(d->pipe, buf, len, 100);
+			if (n == -1)
+				return (size_t)-1; /* the walk failed */
+		} else {
+			n = read(d->fd, buf, len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				d->read_errno = errno;
+				return (size_t)-1;
+			}
+		}
+		if (n > 0)
+			d->sent += (uint64_t)n;
+		if (driver_check(d, 0) < 0)
+			return (size_t)-1;
+		if (n >= 0)
+			return (size_t)n;
+	}
+}
+
+/* Whether the first bytes of a file are those of a tar, plain or in one
+ * of the compressions the engines unpack. */
+static int looks_like_tar(int fd)
+{
+	static const struct {
+		const char *magic;
+		size_t len;
+	} z[] = {
+		{ "\x1f\x8b", 2 }, /* gzip */
+		{ "BZh", 3 },	   /* bzip2 */
+		{ "\xfd"
+		  "7zXZ\0",
+		  6 },			   /* xz */
+		{ "\x28\xb5\x2f\xfd", 4 }, /* zstd */
+	};
+	char head[512];
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+
+	if (n < 6)
+		return 0;
+	for (size_t i = 0; i < sizeof(z) / sizeof(z[0]); i++)
+		if (memcmp(head, z[i].magic, z[i].len) == 0)
+			return 1;
+	/* ustar and GNU tar both have "ustar" at 257 of the first header. */
+	return n == sizeof(head) && memcmp(head + 257, "ustar", 5) == 0;
+}
+
+static int check_opts(const hutch_image_import_options *o, const char *ref,
+		      hutch_error **err)
+{
+	if (!hutch_image_ref_valid(ref))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"invalid image name '%.200s': give NAME or NAME:TAG "
+			"(lowercase NAME, e.g. my-rootfs:1.0)",
+			ref ? ref : "");
+	if (!o)
+		return 0;
+	if (o->version != HUTCH_IMAGE_IMPORT_OPTIONS_VERSION)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"unsupported hutch_image_import_options version %u",
+			o->version);
+	if (o->env_count > MAX_CHANGES - 2 || (o->env_count && !o->env))
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"bad environment list");
+	for (size_t i = 0; i < o->env_count; i++) {
+		const char *eq = o->env[i] ? strchr(o->env[i], '=') : NULL;
+
+		if (!eq || eq == o->env[i] || strchr(o->env[i], '\n'))
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"environment '%.100s' is not KEY=VALUE",
+				o->env[i] ? o->env[i] : "(null)");
+	}
+	/* One instruction each: a newline would start another. */
+	if (o->workdir && (o->workdir[0] != '/' || strchr(o->workdir, '\n')))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"workdir '%.200s' is not an absolute path", o->workdir);
+	if (o->user && (!*o->user || strpbrk(o->user, "\n \t")))
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"invalid user '%.100s'", o->user);
+	return 0;
+}
+
+static void free_changes(char **c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(c[i]);
+	free(c);
+}
+
+/* The Dockerfile instructions of the options. */
+static int make_changes(const hutch_image_import_options *o, char ***out,
+			size_t *n, hutch_error **err)
+{
+	size_t max = (o ? o->env_count : 0) + 2, k = 0;
+	char **c = calloc(max, sizeof(*c));
+	int bad = !c;
+
+	for (size_t i = 0; !bad && o && i < o->env_count; i++)
+		bad = asprintf(&c[k++], "ENV %s", o->env[i]) < 0;
+	if (!bad && o && o->workdir)
+		bad = asprintf(&c[k++], "WORKDIR %s", o->workdir) < 0;
+	if (!bad && o && o->user)
+		bad = asprintf(&c[k++], "USER %s", o->user) < 0;
+	if (bad) {
+		/* asprintf leaves its pointer undefined on failure. */
+		if (c && k)
+			c[k - 1] = NULL;
+		free_changes(c, k);
+		return hutch__error_oom(err);
+	}
+	*out = c;
+	*n = k;
+	return 0;
+}
+
+static int send_import(hutch_engine *e, const char *ref, char **changes,
+		       size_t nchanges, struct driver *d, const char *what,
+		       hutch_error **err)
+{
+	return hutch__api_image_import(e, ref, (const char *const *)changes,
+				       nchanges, source, d,
+				       d->opts ? d->opts->cancel : NULL, what,
+				       err);
+}
+
+static int import_dir(hutch_engine *e, int fd, const char *ref, char **changes,
+		      size_t nchanges, struct driver *d, const char *what,
+		      hutch_error **err)
+{
+	struct hutch__pipe pipe;
+	struct job job = { .dirfd = fd };
+	hutch_error *herr = NULL;
+	pthread_t t;
+	int rc, te;
+
+	if (hutch__pipe_init(&pipe, HUTCH_SYNC_PIPE_CAP) < 0)
+		return hutch__error_oom(err);
+	job.pipe = &pipe;
+	d->pipe = &pipe;
+	te = pthread_create(&t, NULL, worker, &job);
+	if (te) {
+		hutch__pipe_destroy(&pipe);
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"cannot start a thread: %s",
+					strerror(te));
+	}
+	rc = send_import(e, ref, changes, nchanges, d, what, &herr);
+	/* Whatever happened, the walker must stop writing now. */
+	hutch__pipe_close_read(&pipe, 0);
+	pthread_join(t, NULL);
+	if (job.rc < 0) {
+		/* The walk's failure is the cause of an aborted upload:
+		 * report it, not curl's "aborted". */
+		hutch_error_free(herr);
+		rc = hutch__error_pass(err, job.err, job.rc);
+		job.err = NULL;
+		hutch__error_wrap(err, rc, "%s", what);
+	} else if (rc < 0) {
+		hutch__error_pass(err, herr, rc);
+	}
+	hutch_error_free(job.err);
+	hutch__pipe_destroy(&pipe);
+	return rc;
+}
+
+int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
+		       const hutch_image_import_options *opts, char **id,
+		       hutch_error **err)
+{
+	struct driver d = { .opts = opts, .fd = -1 };
+	char **changes = NULL, what[512];
+	hutch_error *herr = NULL;
+	json_object *img = NULL, *v;
+	size_t nchanges = 0;
+	struct stat st;
+	int rc, fd;
+
+	if (id)
+		*id = NULL;
+	if ((rc = check_opts(opts, ref, err)) < 0)
+		return rc;
+	if (!src || !*src)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"no root filesystem given");
+	/* The path is the caller's own: it may go through symlinks.  What
+	 * lies inside a directory is never followed (the walk). */
+	fd = open(src, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return hutch__error_set(
+			err, errno == ENOENT ? HUTCH_ENOTFOUND : HUTCH_EINVALID,
+			"cannot open '%.300s': %s", src, strerror(errno));
+	if (fstat(fd, &st) < 0 ||
+	    (!S_ISDIR(st.st_mode) &&
+	     !(S_ISREG(st.st_mode) && looks_like_tar(fd)))) {
+		close(fd);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"'%.300s' is neither a directory nor a tar archive",
+			src);
+	}
+	snprintf(what, sizeof(what), "import '%.200s' as image '%.200s'", src,
+		 ref);
+	if ((rc = hutch__dl_archive(err)) < 0 ||
+	    (rc = make_changes(opts, &changes, &nchanges, err)) < 0) {
+		close(fd);
+		return rc;
+	}
+	d.t0 = d.last = hutch__now_ms();
+	if (S_ISDIR(st.st_mode)) {
+		rc = import_dir(e, fd, ref, changes, nchanges, &d, what, &herr);
+	} else {
+		d.fd = fd;
+		rc = send_import(e, ref, changes, nchanges, &d, what, &herr);
+		if (rc < 0 && d.read_errno) {
+			hutch_error_free(herr);
+			herr = NULL;
+			rc = hutch__error_set(err, HUTCH_EFAILED,
+					      "%s: cannot read it: %s", what,
+					      strerror(d.read_errno));
+		}
+	}
+	close(fd);
+	free_changes(changes, nchanges);
+	if (rc < 0 && d.cancelled) {
+		hutch_error_free(herr);
+		return hutch__error_set(err, HUTCH_ECANCELLED, "%s: cancelled",
+					what);
+	}
+	if (rc < 0)
+		return herr ? hutch__error_pass(err, herr, rc) : rc;
+	driver_check(&d, 1);
+	/* The ID as the engine has it now under that name. */
+	rc = hutch__api_image_inspect(e, ref, &img, what, err);
+	if (rc < 0)
+		return rc;
+	if (id && json_object_object_get_ex(img, "Id", &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    !(*id = strdup(json_object_get_string(v))))
+		rc = hutch__error_oom(err);
+	json_object_put(img);
+	return rc;
+}
+
+int hutch_image_remove(hutch_engine *e, const char *ref, int force,
+		       hutch_error **err)
+{
+	char what[256];
+
+	/* Into the path as it is: a reference, or an engine ID. */
+	if (!hutch_image_ref_valid(ref) &&
+	    !(ref && strncmp(ref, "sha256:", 7) == 0 && strlen(ref) == 71 &&
+	      strspn(ref + 7, "0123456789abcdef") == 64))
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"invalid image name '%.200s'",
+					ref ? ref : "");
+	snprintf(what, sizeof(what), "remove image '%.200s'", ref);
+	return hutch__api_image_remove(e, ref, force, what, err);
+}

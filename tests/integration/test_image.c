@@ -1,0 +1,251 @@
+/*
+ * test_image.c - hutch image import against a real engine
+ *
+ * A small root filesystem (static busybox, sh/ls/cat links, an
+ * /etc/passwd with the sandbox user, /workspace) is imported, from the
+ * directory and from a tar of it, and a session runs on the image.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+
+#include "harness.h"
+
+#define BUSYBOX "/bin/busybox"
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[2 * PATH_MAX + 512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The root filesystem in a new temporary directory `dir`.  /etc/evil is
+ * a symlink to the host's /etc/shadow: the image must hold the link,
+ * never what it points at. */
+static void make_rootfs(char *dir, size_t dirsz)
+{
+	snprintf(dir, dirsz, "/tmp/hutch-it-image-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	cr_assert_eq(access(BUSYBOX, X_OK), 0, "%s is needed", BUSYBOX);
+	sh("cd '%s' && mkdir -p bin etc workspace tmp && cp " BUSYBOX
+	   " bin/busybox && ln -s busybox bin/sh && ln -s busybox bin/ls && "
+	   "ln -s busybox bin/cat && ln -s busybox bin/readlink && "
+	   "ln -s busybox bin/stat && "
+	   "ln bin/busybox bin/bb2 && chmod 1777 tmp && "
+	   "printf 'root:x:0:0:root:/root:/bin/sh\\nsandbox:x:1000:1000:"
+	   "sandbox:/workspace:/bin/sh\\n' >etc/passwd && "
+	   "ln -s /etc/shadow etc/evil",
+	   dir);
+}
+
+/* NAME:TAG unique to this run (the run's prefix is lowercase). */
+static void image_name(char *out, size_t outsz, const char *what)
+{
+	snprintf(out, outsz, "%simage-%s:t1", it_run_prefix(), what);
+}
+
+static void image_gone(const char *image)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/images/%s/json", image);
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 404,
+		     "image %s is still there", image);
+}
+
+/* The image's Config as the engine has it: "Env WorkingDir User". */
+static void assert_config(const char *image, const char *env,
+			  const char *workdir, const char *user)
+{
+	char path[512], *resp = NULL;
+	json_object *o, *c, *v;
+	size_t len = 0;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/images/%s/json", image);
+	cr_assert_eq(it_api("GET", path, &resp, &len), 200, "%s", resp);
+	o = it_json(resp, len);
+	c = it_json_get(o, "Config");
+	cr_assert_not_null(c, "%s", resp);
+	v = it_json_get(c, "Env");
+	for (size_t i = 0; v && i < json_object_array_length(v); i++)
+		found |= strcmp(json_object_get_string(
+					json_object_array_get_idx(v, i)),
+				env) == 0;
+	cr_assert(found, "Env has %s: %s", env, resp);
+	v = it_json_get(c, "WorkingDir");
+	cr_assert_str_eq(v ? json_object_get_string(v) : "", workdir, "%s",
+			 resp);
+	v = it_json_get(c, "User");
+	cr_assert_str_eq(v ? json_object_get_string(v) : "", user, "%s", resp);
+	json_object_put(o);
+	free(resp);
+}
+
+/* Run `cmd` in a new session on `image`; its stdout. */
+static char *run_on(const char *image, const char *cmd)
+{
+	const char *s = it_session();
+	it_result r = it_hutch("up", s, "--image", image, NULL);
+	char *out;
+
+	IT_ASSERT_EXIT(r, 0, "up --image");
+	it_result_free(&r);
+	r = it_hutch("sh", s, cmd, NULL);
+	IT_ASSERT_EXIT(r, 0, "sh");
+	out = strdup(r.out);
+	it_result_free(&r);
+	r = it_hutch("rm", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "rm");
+	it_result_free(&r);
+	cr_assert_not_null(out);
+	return out;
+}
+
+static void remove_image(const char *image)
+{
+	it_result r = it_hutch("image", "rm", image, NULL);
+
+	IT_ASSERT_EXIT(r, 0, "image rm");
+	it_result_free(&r);
+	image_gone(image);
+}
+
+IT_TEST(image, import_dir)
+{
+	char dir[PATH_MAX], image[256], *out;
+	it_result r;
+
+	make_rootfs(dir, sizeof(dir));
+	/* What a root filesystem has and a workspace copy drops (the tests
+	 * run as root, as the engines do): a device node, a fifo, a setuid
+	 * file, an owner other than root. */
+	sh("cd '%s' && mkdir devs srv && mknod devs/null2 c 1 3 && "
+	   "mkfifo devs/ff && cp bin/busybox bin/su2 && chmod 4755 bin/su2 && "
+	   "chown 1000:1001 srv",
+	   dir);
+	image_name(image, sizeof(image), "dir");
+	r = it_hutch("image", "import", dir, image, "--env", "FOO=bar",
+		     "--workdir", "/workspace", NULL);
+	IT_ASSERT_EXIT(r, 0, "image import DIR");
+	cr_assert(strncmp(r.out, "sha256:", 7) == 0 && r.out_len == 7 + 64 + 1,
+		  "prints the ID: '%s'", r.out);
+	it_result_free(&r);
+	assert_config(image, "FOO=bar", "/workspace", "");
+
+	out = run_on(image, "echo $FOO; pwd; ls -l /bin/sh; "
+			    "readlink /etc/evil; "
+			    "test -e /etc/evil || echo dangling; "
+			    "stat -c '%A %u:%g %t,%T %n' /devs/null2 /devs/ff "
+			    "/bin/su2 /srv; "
+			    "stat -c %h /bin/bb2");
+	cr_assert(strncmp(out, "bar\n/workspace\n", 15) == 0,
+		  "ENV and WORKDIR: '%s'", out);
+	cr_assert_not_null(strstr(out, "/bin/sh -> busybox\n"),
+			   "/bin/sh is a symlink: '%s'", out);
+	/* The link itself, pointing at nothing in the image: the host's
+	 * /etc/shadow was not followed. */
+	cr_assert_not_null(strstr(out, "\n/etc/shadow\ndangling\n"),
+			   "/etc/evil is a link, not the host's file: '%s'",
+			   out);
+	cr_assert_not_null(strstr(out, "crw-r--r-- 0:0 1,3 /devs/null2\n"),
+			   "device node kept: '%s'", out);
+	cr_assert_not_null(strstr(out, "prw-r--r-- 0:0 "), "fifo kept: '%s'",
+			   out);
+	cr_assert_not_null(strstr(out, "-rwsr-xr-x 0:0 "),
+			   "setuid bit kept: '%s'", out);
+	cr_assert_not_null(strstr(out, " 1000:1001 0,0 /srv\n"),
+			   "numeric owner kept: '%s'", out);
+	/* busybox and bb2 are one inode: the hard link was kept. */
+	cr_assert(strlen(out) >= 3 &&
+			  strcmp(out + strlen(out) - 3, "\n2\n") == 0,
+		  "hard link kept: '%s'", out);
+	free(out);
+	remove_image(image);
+	sh("rm -rf '%s'", dir);
+}
+
+IT_TEST(image, import_tar)
+{
+	char dir[PATH_MAX], tar[PATH_MAX + 8], image[256], *out;
+	it_result r;
+
+	make_rootfs(dir, sizeof(dir));
+	snprintf(tar, sizeof(tar), "%s.tgz", dir);
+	sh("tar -C '%s' -czf '%s' .", dir, tar);
+	image_name(image, sizeof(image), "tar");
+	r = it_hutch("image", "import", tar, image, "--env", "FOO=from-tar",
+		     "--workdir", "/tmp", "--user", "sandbox", NULL);
+	IT_ASSERT_EXIT(r, 0, "image import TAR");
+	cr_assert(strncmp(r.out, "sha256:", 7) == 0, "prints the ID: '%s'",
+		  r.out);
+	it_result_free(&r);
+	assert_config(image, "FOO=from-tar", "/tmp", "sandbox");
+	out = run_on(image, "echo $FOO; cat /etc/passwd");
+	cr_assert(strncmp(out, "from-tar\n", 9) == 0, "ENV from a tar: '%s'",
+		  out);
+	cr_assert_not_null(strstr(out, "sandbox:x:1000:1000:"), "%s", out);
+	free(out);
+	remove_image(image);
+	sh("rm -rf '%s' '%s'", dir, tar);
+}
+
+IT_TEST(image, errors)
+{
+	char dir[PATH_MAX], image[256];
+	it_result r;
+
+	make_rootfs(dir, sizeof(dir));
+	image_name(image, sizeof(image), "err");
+
+	r = it_hutch("image", "import", "/nonexistent/rootfs", image, NULL);
+	IT_ASSERT_EXIT(r, 125, "missing path");
+	cr_assert_not_null(strstr(r.err, "No such file"), "%s", r.err);
+	it_result_free(&r);
+
+	r = it_hutch("image", "import", "/etc/hostname", image, NULL);
+	IT_ASSERT_EXIT(r, 125, "not a dir or tar");
+	cr_assert_not_null(strstr(r.err, "neither a directory nor a tar"), "%s",
+			   r.err);
+	it_result_free(&r);
+
+	r = it_hutch("image", "import", dir, "Bad/Name:x", NULL);
+	IT_ASSERT_EXIT(r, 125, "invalid name");
+	cr_assert_not_null(strstr(r.err, "invalid image name"), "%s", r.err);
+	it_result_free(&r);
+
+	r = it_hutch("image", "import", dir, image, "--workdir", "rel", NULL);
+	IT_ASSERT_EXIT(r, 125, "relative workdir");
+	it_result_free(&r);
+	image_gone(image);
+
+	/* One line from the engine when it refuses the tar. */
+	sh("head -c 4096 /dev/urandom | gzip >'%s.gz'", dir);
+	{
+		char gz[PATH_MAX + 8];
+
+		snprintf(gz, sizeof(gz), "%s.gz", dir);
+		r = it_hutch("image", "import", gz, image, NULL);
+		IT_ASSERT_EXIT(r, 125, "not a tar inside the gzip");
+		cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
+		cr_assert_not_null(strstr(r.err, "import '"), "%s", r.err);
+		it_result_free(&r);
+		unlink(gz);
+	}
+	image_gone(image);
+	sh("rm -rf '%s'", dir);
+}
