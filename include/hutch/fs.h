@@ -1,8 +1,8 @@
 /*
  * hutch/fs.h - file tools confined to a session's workspace
  *
- * read, write, edit, grep, find and ls work on /workspace inside the
- * session's container.  They run in hutch's own static agent there, so they
+ * read, write, edit, grep, find, ls, delete and move work on /workspace
+ * inside the session's container.  They run in hutch's own static agent there, so they
  * behave the same on any image (no shell, grep or find needed), and the
  * agent resolves every path one component at a time beneath /workspace:
  * a path that leads outside it - through "..", an absolute path or a
@@ -31,10 +31,32 @@
 extern "C" {
 #endif
 
-#define HUTCH_FS_OPTIONS_VERSION 1
+#define HUTCH_FS_OPTIONS_VERSION 2
 #define HUTCH_FS_DEFAULT_TIMEOUT_MS 60000
 /* The largest text hutch_fs_write and hutch_fs_edit take (each argument). */
 #define HUTCH_FS_MAX_TEXT (64u * 1024u * 1024u)
+
+/*
+ * The words the caller's users know a tool and its arguments by.  Error
+ * messages are written with them, so that they read in the caller's own
+ * terms: a shell user of `hutch edit` is told "edit: ... with --all ...",
+ * a model that called the MCP tool edit_file "edit_file: ... with
+ * replace_all: true ...".  Every member may be NULL: then the hutch CLI's
+ * word, given in parentheses, is used.  Borrowed for the call.
+ */
+typedef struct {
+	const char *tool;     /* the tool ("read", "write", "edit", "grep",
+				 "find", "ls", "delete", "move") */
+	const char *path;     /* ("the path"); move: the source */
+	const char *to;	      /* move: the destination ("the destination") */
+	const char *content;  /* write ("the content") */
+	const char *old_text; /* edit ("the old text") */
+	const char *new_text; /* edit ("the new text") */
+	const char *pattern;  /* grep ("the pattern"), find ("the glob") */
+	/* How the user turns on the tool's switch: edit ("--all"), delete
+	 * ("--recursive"), move ("--overwrite"). */
+	const char *flag;
+} hutch_fs_words;
 
 typedef struct {
 	unsigned int version; /* HUTCH_FS_OPTIONS_VERSION */
@@ -55,12 +77,20 @@ typedef struct {
 	uint64_t max;
 	uint64_t timeout_ms;  /* 0: HUTCH_FS_DEFAULT_TIMEOUT_MS */
 	hutch_cancel *cancel; /* may be NULL; borrowed */
+	/* Version 2. */
+	/* read: each line starts with its line number in the file, right-
+	 * aligned in 6 columns, and a tab, as `cat -n` prints it; max_bytes
+	 * counts the numbers too. */
+	int line_numbers;
+	int recursive; /* delete: a directory with everything in it */
+	int overwrite; /* move: replace what is at the destination */
+	const hutch_fs_words *words; /* NULL: the CLI's words */
 } hutch_fs_options;
 
 #define HUTCH_FS_OPTIONS_INIT                                              \
 	{                                                                  \
 		HUTCH_FS_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, \
-			NULL                                               \
+			NULL, 0, 0, 0, NULL                                \
 	}
 
 typedef enum {
@@ -102,13 +132,17 @@ typedef struct hutch_fs_result hutch_fs_result;
  *   HUTCH_ETOOBIG     text over HUTCH_FS_MAX_TEXT, file too large to edit
  *   HUTCH_ECONFLICT   write, edit: another writer of the file held its
  *                     lock too long, or (edit) changed it between the read
- *                     and the replace; nothing was written
+ *                     and the replace; nothing was written.  delete: a
+ *                     directory that is not empty, without `recursive`.
+ *                     move: the destination exists, without `overwrite`,
+ *                     or is a directory that is not empty
  *   HUTCH_ETIMEOUT, HUTCH_ECANCELLED, or an engine error.
  * `opts` may be NULL.
  */
 
 /* Lines [offset, offset + limit) of a text file, with the file's total line
- * count.  Binary files (a NUL byte early on) are refused. */
+ * count.  Binary files (a NUL byte early on) are refused.  With
+ * opts->line_numbers each line carries its number in the file. */
 int hutch_fs_read(hutch_fs_result **out, hutch_session *session,
 		  const char *path, const hutch_fs_options *opts,
 		  hutch_error **err);
@@ -157,6 +191,33 @@ int hutch_fs_find(hutch_fs_result **out, hutch_session *session,
 int hutch_fs_ls(hutch_fs_result **out, hutch_session *session, const char *path,
 		const hutch_fs_options *opts, hutch_error **err);
 
+/*
+ * Delete the file, symlink or empty directory at `path`; with
+ * opts->recursive also a directory and everything in it (symlinks are
+ * removed, never followed; the walk stays on the workspace's filesystem
+ * and goes at most 128 levels down, and a failure part way leaves what
+ * was not reached, the message says where it stopped).  The last
+ * component of `path` is never followed: a symlink there is removed
+ * itself.  The workspace itself is never deleted (HUTCH_EINVALID).
+ */
+int hutch_fs_delete(hutch_fs_result **out, hutch_session *session,
+		    const char *path, const hutch_fs_options *opts,
+		    hutch_error **err);
+
+/*
+ * Rename `from` to `to` (both under the workspace), as rename(2) does:
+ * `to` is the new name, not a directory to move into.  Missing parent
+ * directories of `to` are made.  What is at `to` is left alone
+ * (HUTCH_ECONFLICT) unless opts->overwrite, then replaced atomically (a
+ * directory only by a directory, and only when it is empty).  Neither
+ * last component is followed: a symlink moves as a link, and one at
+ * `to` is replaced, not written through.  The workspace itself is never
+ * moved nor replaced.
+ */
+int hutch_fs_move(hutch_fs_result **out, hutch_session *session,
+		  const char *from, const char *to,
+		  const hutch_fs_options *opts, hutch_error **err);
+
 /* The whole result as one JSON object (NUL-terminated, borrowed): what the
  * CLI's --json prints and the MCP server returns. */
 const char *hutch_fs_result_json(const hutch_fs_result *res);
@@ -164,8 +225,8 @@ const char *hutch_fs_result_json(const hutch_fs_result *res);
 /* 1 when a cap cut the result short (lines, bytes or entries). */
 int hutch_fs_result_truncated(const hutch_fs_result *res);
 
-/* The workspace-relative path the tool worked on (read, write, edit, ls),
- * or NULL.  Borrowed. */
+/* The workspace-relative path the tool worked on (read, write, edit, ls,
+ * delete; move: the destination), or NULL.  Borrowed. */
 const char *hutch_fs_result_path(const hutch_fs_result *res);
 
 /* read: the text (borrowed; NUL-terminated) and its length. */
@@ -185,6 +246,15 @@ void hutch_fs_result_write(const hutch_fs_result *res, uint64_t *bytes,
 			   int *created);
 void hutch_fs_result_edit(const hutch_fs_result *res, uint64_t *replacements,
 			  const char **match);
+
+/* delete: the entries removed (1 but for a recursive delete) and the
+ * type of what was at the path.  move: the source's workspace-relative
+ * path (borrowed), its type, and 1 when something at the destination was
+ * replaced.  Any pointer may be NULL. */
+void hutch_fs_result_delete(const hutch_fs_result *res, uint64_t *removed,
+			    hutch_fs_type *type);
+void hutch_fs_result_move(const hutch_fs_result *res, const char **from,
+			  hutch_fs_type *type, int *replaced);
 
 /* grep, find, ls: the entries.  `*entry` is filled with borrowed pointers;
  * returns 0, or HUTCH_EINVALID when `i` is out of range. */

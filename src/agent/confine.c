@@ -299,21 +299,60 @@ static int install_filter(pid_t agent, pid_t pgrp, pid_t parent)
  * server an earlier one left running.  Handling one access right is what
  * makes a domain; the one chosen, making block devices, needs CAP_MKNOD
  * and so was impossible already.
+ *
+ * A domain also refuses every link and rename into another directory
+ * (EXDEV) unless it handles LANDLOCK_ACCESS_FS_REFER and a rule grants
+ * it: `mv a/f b/`, `ln`, `git mv` and the file tools' move would fail.
+ * From ABI 2 (Linux 5.19) the domain handles it and grants it beneath
+ * "/", everywhere alike, which is what lets a rename through: Landlock
+ * allows one when the destination is no less restricted than the source.
+ * ABI 1 has no such right, and there such renames stay refused.
  */
-static int enter_domain(void)
+static int domain_ruleset(bool refer)
 {
 	struct landlock_ruleset_attr attr;
+	struct landlock_path_beneath_attr everywhere;
 	int fd, ret;
 
-	if (syscall(SYS_landlock_create_ruleset, NULL, 0,
-		    LANDLOCK_CREATE_RULESET_VERSION) < 1)
-		return -1;
 	memset(&attr, 0, sizeof(attr));
 	attr.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK;
+	if (refer)
+		attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
 	/* Only the first member: the size tells an older kernel that the
 	 * newer fields are not used. */
 	fd = (int)syscall(SYS_landlock_create_ruleset, &attr,
 			  sizeof(attr.handled_access_fs), 0);
+	if (fd < 0 || !refer)
+		return fd;
+	memset(&everywhere, 0, sizeof(everywhere));
+	everywhere.allowed_access = LANDLOCK_ACCESS_FS_REFER;
+	everywhere.parent_fd = open("/", O_PATH | O_CLOEXEC);
+	ret = everywhere.parent_fd < 0 ?
+		      -1 :
+		      (int)syscall(SYS_landlock_add_rule, fd,
+				   LANDLOCK_RULE_PATH_BENEATH, &everywhere, 0);
+	if (everywhere.parent_fd >= 0)
+		close(everywhere.parent_fd);
+	if (ret < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int enter_domain(void)
+{
+	int abi, fd, ret;
+
+	abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0,
+			   LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return -1;
+	/* Should the rule be refused, a domain that refuses renames
+	 * between directories still keeps the secrets: better than none. */
+	fd = abi >= 2 ? domain_ruleset(true) : -1;
+	if (fd < 0)
+		fd = domain_ruleset(false);
 	if (fd < 0)
 		return -1;
 	ret = (int)syscall(SYS_landlock_restrict_self, fd, 0);

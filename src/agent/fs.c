@@ -86,6 +86,7 @@ struct fs_opts {
 	const char *include[INCLUDE_MAX];
 	int ninclude;
 	bool icase, all;
+	bool numbered, recursive, overwrite; /* read, delete, move */
 };
 
 struct fs {
@@ -197,6 +198,22 @@ static const struct {
 };
 #undef VALUE_OPT
 
+#define TOOL_NAMES "read, write, edit, grep, find, ls, delete, move"
+
+/* read --line-numbers, delete --recursive, move --overwrite: whether
+ * @arg was one of them. */
+static bool flag_option(const char *arg, struct fs_opts *o)
+{
+	bool *flag = !strcmp(arg, "--line-numbers") ? &o->numbered :
+		     !strcmp(arg, "--recursive")    ? &o->recursive :
+		     !strcmp(arg, "--overwrite")    ? &o->overwrite :
+						      NULL;
+
+	if (flag)
+		*flag = true;
+	return flag != NULL;
+}
+
 /*
  * Options may come before or after the tool name and between positional
  * arguments; "--" ends them (for a PATTERN that starts with '-').
@@ -224,6 +241,8 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 			o->all = true;
 			continue;
 		}
+		if (opts && flag_option(arg, o))
+			continue;
 		if (opts && arg[0] == '-' && arg[1]) {
 			eq = strchr(arg, '=');
 			nlen = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -265,7 +284,7 @@ static const char *parse_args(int argc, char **argv, struct fs_opts *o)
 		o->pos[o->npos++] = arg;
 	}
 	if (!o->tool)
-		return "no tool given (read, write, edit, grep, find, ls)";
+		return "no tool given (" TOOL_NAMES ")";
 	return NULL;
 }
 
@@ -280,11 +299,18 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 	     grep = !strcmp(t, HUTCH_AGENT_FS_GREP);
 	bool find = !strcmp(t, HUTCH_AGENT_FS_FIND),
 	     ls = !strcmp(t, HUTCH_AGENT_FS_LS);
+	bool del = !strcmp(t, HUTCH_AGENT_FS_DELETE),
+	     move = !strcmp(t, HUTCH_AGENT_FS_MOVE);
 
-	if (!read && !write && !edit && !grep && !find && !ls)
-		return "unknown tool (read, write, edit, grep, find, ls)";
-	if ((o->offset || o->limit || o->max_bytes) && !read)
-		return "--offset, --limit and --max-bytes are for read";
+	if (!read && !write && !edit && !grep && !find && !ls && !del && !move)
+		return "unknown tool (" TOOL_NAMES ")";
+	if ((o->offset || o->limit || o->max_bytes || o->numbered) && !read)
+		return "--offset, --limit, --max-bytes and --line-numbers are "
+		       "for read";
+	if (o->recursive && !del)
+		return "--recursive is for delete";
+	if (o->overwrite && !move)
+		return "--overwrite is for move";
 	if (o->from && !write)
 		return "--from is for write";
 	if ((o->old_from || o->new_from || o->all) && !edit)
@@ -299,11 +325,12 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 		return "write needs --from STAGED";
 	if (edit && (!o->old_from || !o->new_from))
 		return "edit needs --old-from STAGED and --new-from STAGED";
-	*min_pos = (read || write || edit || grep || find) ? 1 : 0;
-	*max_pos = (grep || find) ? 2 : 1;
+	*min_pos = move ? 2 : ls ? 0 : 1;
+	*max_pos = (grep || find || move) ? 2 : 1;
 	if (o->npos < *min_pos)
 		return grep ? "grep needs a PATTERN" :
 		       find ? "find needs a GLOB" :
+		       move ? "move needs FROM and TO" :
 			      "a PATH is needed";
 	if (o->npos > *max_pos)
 		return "too many arguments";
@@ -781,27 +808,59 @@ struct reader {
 	long long lines;   /* lines returned */
 	size_t line_start; /* clen where the current line began */
 	bool collecting, truncated;
+	bool numbered; /* each line starts with its number, as cat -n's */
+	bool in_line;  /* part of the current line was taken */
 	long long next_offset;
 };
 
-/* Take bytes of the current line; it ends with @eol. */
+/* cat -n's prefix of line @line: the number right-aligned in 6 columns
+ * (more when it is longer), then a tab.  Its length; @buf holds 24. */
+static size_t line_prefix(char *buf, long long line)
+{
+	int n = snprintf(buf, 24, "%6lld\t", line);
+
+	return n > 0 && n < 24 ? (size_t)n : 0;
+}
+
+/* Append @n bytes at @s to the content, JSON cost @cost. */
+static void reader_put(struct reader *r, const char *s, size_t n, size_t cost)
+{
+	memcpy(r->content + r->clen, s, n);
+	r->clen += n;
+	r->enc += cost;
+}
+
+/*
+ * Take bytes of the current line; it ends with @eol.  With line numbers
+ * the prefix is part of the content, so --max-bytes and the answer's cap
+ * count it as they count the text: what they say was cut was cut.
+ */
 static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 {
-	size_t room, cost, cut;
+	char pre[24];
+	size_t pl = 0, room, pcost, cost, cut;
 
 	if (r->collecting && r->line >= r->offset) {
+		if (r->numbered && !r->in_line)
+			pl = line_prefix(pre, r->line);
+		r->in_line = true;
 		room = r->max_bytes - r->clen;
+		pcost = jsonw_str_cost(pre, pl);
 		cost = jsonw_str_cost(s, n);
-		if (n <= room && r->enc + cost <= OUT_SOFT) {
-			memcpy(r->content + r->clen, s, n);
-			r->clen += n;
-			r->enc += cost;
+		if (pl + n <= room && r->enc + pcost + cost <= OUT_SOFT) {
+			reader_put(r, pre, pl, pcost);
+			reader_put(r, s, n, cost);
 		} else if (r->line_start == 0 && r->lines == 0) {
 			/*
 			 * The first line alone is over the cap: give what
 			 * fits, cut at a UTF-8 boundary, and move on to the
 			 * next line rather than ask for this one forever.
+			 * A cap below the prefix's width cuts the prefix.
 			 */
+			if (pl > room)
+				pl = room;
+			reader_put(r, pre, pl, jsonw_str_cost(pre, pl));
+			room -= pl;
 			cut = hutch__utf8_cut(s, n, n <= room ? n : room);
 			while (cut > 0 &&
 			       r->enc + jsonw_str_cost(s, cut) > OUT_SOFT)
@@ -821,6 +880,7 @@ static void reader_take(struct reader *r, const char *s, size_t n, bool eol)
 	}
 	if (!eol)
 		return;
+	r->in_line = false;
 	if (r->collecting && r->line >= r->offset) {
 		r->lines++;
 		r->line_start = r->clen;
@@ -860,7 +920,8 @@ static int tool_read(struct fs *fs)
 			    .limit = READ_LIMIT_DEFAULT,
 			    .max_bytes = READ_BYTES_DEFAULT,
 			    .line = 1,
-			    .collecting = true };
+			    .collecting = true,
+			    .numbered = fs->o.numbered };
 	unsigned long long size = 0;
 	long long total;
 	struct fsp_res res = { .parent = -1, .fd = -1 };
@@ -944,6 +1005,8 @@ static int tool_read(struct fs *fs)
 	jsonw_bool(&fs->out, "truncated", r.truncated);
 	if (r.truncated)
 		jsonw_int(&fs->out, "next_offset", r.next_offset);
+	if (r.numbered)
+		jsonw_bool(&fs->out, "line_numbers", true);
 	jsonw_close(&fs->out, '}');
 	rc = emit(fs, EXIT_OK);
 out:
@@ -1117,6 +1180,7 @@ static int edit_refused(struct fs *fs, const char *path, int em_rc,
 			   em->count, path, em_match_name(em->match));
 		edit_lines(&fs->out, em);
 		jsonw_int(&fs->out, "count", (long long)em->count);
+		jsonw_strz(&fs->out, "match", em_match_name(em->match));
 		return fail_end(fs, EXIT_TOOL);
 	case EM_INVALID:
 		return fail(fs, HUTCH_AGENT_ERR_INVALID,
@@ -1965,6 +2029,327 @@ out:
 	return rc;
 }
 
+/* --- delete and move ------------------------------------------------------ */
+
+#define RM_DEPTH 128 /* directory levels a recursive delete goes down */
+#define RM_PASSES 64 /* rounds of DIR_ENTRIES_MAX names per directory */
+
+/*
+ * A recursive delete.  It only ever goes down: each directory is opened
+ * beneath the fd of its parent with O_NOFOLLOW|O_DIRECTORY, so a symlink
+ * (one swapped in for a directory included) is removed as a link, never
+ * followed; and it stays on the filesystem of the directory it deletes,
+ * as rm --one-file-system does.
+ */
+struct rm {
+	dev_t dev;
+	long long removed;
+	bool deep;	    /* stopped at RM_DEPTH */
+	char rel[PATH_MAX]; /* the entry at hand, relative to the root */
+};
+
+static int rm_entry(struct rm *rm, int dfd, const char *name, int depth);
+
+/* Remove everything in the directory open as @dfd (taken). */
+static int rm_contents(struct rm *rm, int dfd, int depth)
+{
+	size_t base = strlen(rm->rel);
+	char **names = NULL;
+	bool more = true;
+	long n, i;
+	int rc = 0, pass, pfd;
+
+	for (pass = 0; more && !rc; pass++) {
+		if (pass == RM_PASSES) {
+			rc = -EMLINK;
+			break;
+		}
+		/* read_names() takes the fd; the copy shares the offset,
+		 * which each round starts from the top again. */
+		if (lseek(dfd, 0, SEEK_SET) < 0 ||
+		    (pfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+			rc = -errno;
+			break;
+		}
+		n = read_names(pfd, &names, &more);
+		if (n < 0) {
+			rc = (int)n;
+			break;
+		}
+		for (i = 0; i < n && !rc; i++) {
+			rc = rel_push(rm->rel, sizeof(rm->rel), base, names[i]);
+			if (!rc)
+				rc = rm_entry(rm, dfd, names[i], depth);
+			if (!rc)
+				rm->rel[base] = '\0';
+		}
+		free_names(names, n);
+		names = NULL;
+	}
+	close(dfd);
+	return rc;
+}
+
+/*
+ * Remove @name in @dfd, whatever it is, with everything in it.  Entries
+ * gone meanwhile count as removed by someone else; one swapped for
+ * another type between the look and the removal is looked at again.
+ * Returns 0 or -errno; rm->rel then names the entry that failed.
+ */
+static int rm_entry(struct rm *rm, int dfd, const char *name, int depth)
+{
+	struct stat st;
+	int cfd, rc, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(dfd, name, 0) == 0) {
+				rm->removed++;
+				return 0;
+			}
+			if (errno == ENOENT)
+				return 0;
+			if (errno != EISDIR)
+				return -errno;
+			continue; /* a directory now */
+		}
+		if (st.st_dev != rm->dev)
+			return -EXDEV;
+		if (depth >= RM_DEPTH) {
+			rm->deep = true;
+			return -ELOOP;
+		}
+		cfd = openat(dfd, name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				     O_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == ENOENT)
+				return 0;
+			/* A symlink or a file swapped in: look again. */
+			if (errno == ELOOP || errno == ENOTDIR)
+				continue;
+			return -errno;
+		}
+		rc = rm_contents(rm, cfd, depth + 1);
+		if (rc)
+			return rc;
+		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0) {
+			rm->removed++;
+			return 0;
+		}
+		if (errno == ENOENT)
+			return 0;
+		/* Filled again while we emptied it: once more. */
+		if (errno != ENOTEMPTY && errno != EEXIST)
+			return -errno;
+	}
+	return -EAGAIN;
+}
+
+/* Error for a path delete or move cannot act on (@what: "deleted"). */
+static int fail_entry(struct fs *fs, const char *path, int rc, const char *what)
+{
+	if (rc == FSP_ROOT)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "'%s' is %s itself, which is never %s", path,
+			    fs->o.root, what);
+	if (rc == -EINVAL)
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "'%s' ends in '.' or '..', not in a name", path);
+	return fail_path(fs, path, rc);
+}
+
+/* Why a recursive delete stopped at rm->rel (@rc). */
+static int fail_rm(struct fs *fs, const char *path, const struct rm *rm, int rc)
+{
+	char deep[48];
+	const char *why = rc == -EXDEV	? "on another filesystem, not removed" :
+			  rc == -EMLINK ? "more entries than can be removed" :
+			  rc == -EAGAIN ? "replaced again and again while "
+					  "being removed" :
+					  strerror(-rc);
+
+	if (rm->deep) {
+		snprintf(deep, sizeof(deep), "deeper than %d levels", RM_DEPTH);
+		why = deep;
+	}
+	return fail(fs, HUTCH_AGENT_ERR_IO,
+		    "'%s' was not deleted completely: %lld entries removed, "
+		    "then '%s': %s",
+		    path, rm->removed, rm->rel, why);
+}
+
+static int tool_delete(struct fs *fs)
+{
+	const char *path = fs->o.pos[0];
+	struct fsp_entry e = { .dir = -1 };
+	struct rm *rm = NULL;
+	long long removed = 1;
+	int rc;
+
+	rc = fsp_resolve_entry(&fs->root, path, 0, &e);
+	if (rc) {
+		rc = fail_entry(fs, path, rc, "deleted");
+		goto out;
+	}
+	if (!e.exists) {
+		rc = fail_path(fs, path, -ENOENT);
+		goto out;
+	}
+	/* Only ever a name in the directory we hold: unlinkat() does not
+	 * follow it, so a symlink goes, not what it points to. */
+	if (fs->o.recursive) {
+		rm = calloc(1, sizeof(*rm));
+		if (!rm) {
+			rc = fail_path(fs, path, -ENOMEM);
+			goto out;
+		}
+		rm->dev = e.st.st_dev;
+		snprintf(rm->rel, sizeof(rm->rel), "%s", e.rel);
+		rc = rm_entry(rm, e.dir, e.name, 0);
+		if (rc) {
+			rc = fail_rm(fs, path, rm, rc);
+			goto out;
+		}
+		removed = rm->removed;
+	} else if (unlinkat(e.dir, e.name,
+			    S_ISDIR(e.st.st_mode) ? AT_REMOVEDIR : 0) < 0) {
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			rc = fail(fs, HUTCH_AGENT_ERR_NOT_EMPTY,
+				  "'%s' is a directory that is not empty",
+				  path);
+		else
+			rc = fail_path(fs, path, -errno);
+		goto out;
+	}
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", e.rel);
+	jsonw_strz(&fs->out, "type", type_name(e.st.st_mode));
+	jsonw_int(&fs->out, "removed", removed);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	free(rm);
+	fsp_entry_close(&e);
+	return rc;
+}
+
+/* renameat2() without replacing, where the filesystem cannot do it
+ * (EINVAL) or the kernel is older than 3.15 (ENOSYS): look, then rename.
+ * Between the two only the sandbox itself can put something at @to,
+ * which could as well overwrite it directly: nothing it could not reach
+ * is replaced.  0 or -errno. */
+static int rename_noreplace(int fdir, const char *from, int tdir,
+			    const char *to)
+{
+	struct stat st;
+
+	if (renameat2(fdir, from, tdir, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (fstatat(tdir, to, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	return renameat(fdir, from, tdir, to) < 0 ? -errno : 0;
+}
+
+/* Error for a failed rename of FROM to TO. */
+static int fail_move(struct fs *fs, const char *from, const char *to, int rc)
+{
+	switch (rc) {
+	case -EEXIST:
+		return fail(fs, HUTCH_AGENT_ERR_EXISTS, "'%s' exists", to);
+	case -ENOTEMPTY:
+		return fail(fs, HUTCH_AGENT_ERR_NOT_EMPTY,
+			    "'%s' is a directory that is not empty: it is "
+			    "not replaced",
+			    to);
+	case -EISDIR:
+		return fail(fs, HUTCH_AGENT_ERR_IS_DIR,
+			    "'%s' is a directory: only a directory replaces "
+			    "it",
+			    to);
+	case -ENOTDIR:
+		return fail(fs, HUTCH_AGENT_ERR_NOT_DIR,
+			    "'%s' is not a directory: a directory does not "
+			    "replace it",
+			    to);
+	case -EINVAL:
+		return fail(fs, HUTCH_AGENT_ERR_INVALID,
+			    "'%s' is inside '%s': a directory cannot move "
+			    "into itself",
+			    to, from);
+	case -EXDEV:
+		return fail(fs, HUTCH_AGENT_ERR_IO,
+			    "'%s' and '%s' are on different filesystems", from,
+			    to);
+	default:
+		return fail_path(fs, from, rc);
+	}
+}
+
+static int tool_move(struct fs *fs)
+{
+	const char *from = fs->o.pos[0], *to = fs->o.pos[1];
+	struct fsp_entry src = { .dir = -1 }, dst = { .dir = -1 };
+	bool replaced;
+	int rc;
+
+	rc = fsp_resolve_entry(&fs->root, from, 0, &src);
+	if (rc) {
+		rc = fail_entry(fs, from, rc, "moved");
+		goto out;
+	}
+	if (!src.exists) {
+		rc = fail_path(fs, from, -ENOENT);
+		goto out;
+	}
+	/* TO's missing directories are made as write makes them, once
+	 * FROM is known to be there. */
+	rc = fsp_resolve_entry(&fs->root, to, FSP_MKDIR, &dst);
+	if (rc) {
+		rc = fail_entry(fs, to, rc, "replaced");
+		goto out;
+	}
+	if (dst.exists && !fs->o.overwrite) {
+		rc = fail_move(fs, from, to, -EEXIST);
+		goto out;
+	}
+	replaced = dst.exists && (dst.st.st_dev != src.st.st_dev ||
+				  dst.st.st_ino != src.st.st_ino);
+	/*
+	 * Both names are taken in directories we hold, resolved beneath
+	 * the root; rename() follows neither, so a symlink moves as a link
+	 * and one at TO is replaced, never written through.  Without
+	 * --overwrite, RENAME_NOREPLACE leaves whatever came to TO since
+	 * the look above.
+	 */
+	if (fs->o.overwrite)
+		rc = renameat(src.dir, src.name, dst.dir, dst.name) < 0 ?
+			     -errno :
+			     0;
+	else
+		rc = rename_noreplace(src.dir, src.name, dst.dir, dst.name);
+	if (rc) {
+		rc = rc == -ENOENT ? fail_path(fs, from, rc) :
+				     fail_move(fs, from, to, rc);
+		goto out;
+	}
+	jsonw_open(&fs->out, NULL, '{');
+	jsonw_strz(&fs->out, "path", dst.rel);
+	jsonw_strz(&fs->out, "from", src.rel);
+	jsonw_strz(&fs->out, "type", type_name(src.st.st_mode));
+	jsonw_bool(&fs->out, "replaced", replaced);
+	jsonw_close(&fs->out, '}');
+	rc = emit(fs, EXIT_OK);
+out:
+	fsp_entry_close(&src);
+	fsp_entry_close(&dst);
+	return rc;
+}
+
 /* --- entry ---------------------------------------------------------------- */
 
 int agent_fs(int argc, char **argv)
@@ -2021,6 +2406,10 @@ int agent_fs(int argc, char **argv)
 		rc = tool_grep(&fs);
 	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_FIND))
 		rc = tool_find(&fs);
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_DELETE))
+		rc = tool_delete(&fs);
+	else if (!strcmp(fs.o.tool, HUTCH_AGENT_FS_MOVE))
+		rc = tool_move(&fs);
 	else
 		rc = tool_ls(&fs);
 out:

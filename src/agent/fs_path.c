@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -478,4 +479,94 @@ int fsp_open(const struct fsp_root *root, const char *path, int oflags,
 		return 0;
 	}
 	return FSP_ESCAPE;
+}
+
+void fsp_entry_close(struct fsp_entry *e)
+{
+	if (e && e->dir >= 0) {
+		close(e->dir);
+		e->dir = -1;
+	}
+}
+
+/* A path that ends without a name ("", ".", "x/.."): FSP_ROOT when it
+ * leads to the root, -EINVAL when elsewhere, or why it leads nowhere. */
+static int no_name(const struct fsp_root *root, const char *path)
+{
+	struct fsp_res res;
+	bool at_root;
+	int rc;
+
+	rc = fsp_resolve(root, path, 0, &res);
+	if (rc)
+		return rc;
+	at_root = res.parent < 0 && strcmp(res.rel, ".") == 0;
+	fsp_res_close(&res);
+	return at_root ? FSP_ROOT : -EINVAL;
+}
+
+int fsp_resolve_entry(const struct fsp_root *root, const char *path,
+		      unsigned int flags, struct fsp_entry *e)
+{
+	char buf[PATH_MAX];
+	struct fsp_res res;
+	size_t len, s;
+	bool top;
+	int rc, n;
+
+	e->dir = -1;
+	e->exists = false;
+	e->name[0] = '\0';
+	e->rel[0] = '\0';
+	rc = start_path(root, path, buf);
+	if (rc)
+		return rc;
+	/* What is left of an absolute path ("/sub/f" of "/workspace/sub/f")
+	 * goes to fsp_resolve() again, relative to the root. */
+	for (s = 0; buf[s] == '/'; s++)
+		;
+	len = strlen(buf + s);
+	memmove(buf, buf + s, len + 1);
+	while (len > 0 && buf[len - 1] == '/')
+		len--;
+	buf[len] = '\0';
+	for (s = len; s > 0 && buf[s - 1] != '/'; s--)
+		;
+	/* buf[s..len) is the last component, buf[0..s) its directory. */
+	if (s == len || is_dot(buf + s, len - s) || is_dotdot(buf + s, len - s))
+		return no_name(root, buf);
+	if (len - s > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(e->name, buf + s, len - s + 1);
+	/*
+	 * The directory is resolved as "DIR/.": the walk ends on it as on a
+	 * directory reached without a name, held in res.fd, and FSP_MKDIR
+	 * makes DIR itself as well as its parents.  The name is never part
+	 * of the walk, so a symlink there is never followed.
+	 */
+	buf[s] = '\0';
+	if (s + 2 > sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf + s, ".", 2);
+	rc = fsp_resolve(root, buf, flags, &res);
+	if (rc)
+		return rc;
+	e->dir = res.fd;
+	res.fd = -1;
+	top = strcmp(res.rel, ".") == 0;
+	n = snprintf(e->rel, sizeof(e->rel), "%s%s%s", top ? "" : res.rel,
+		     top ? "" : "/", e->name);
+	fsp_res_close(&res);
+	if (n < 0 || (size_t)n >= sizeof(e->rel)) {
+		fsp_entry_close(e);
+		return -ENAMETOOLONG;
+	}
+	if (fstatat(e->dir, e->name, &e->st, AT_SYMLINK_NOFOLLOW) == 0) {
+		e->exists = true;
+	} else if (errno != ENOENT) {
+		rc = -errno;
+		fsp_entry_close(e);
+		return rc;
+	}
+	return 0;
 }

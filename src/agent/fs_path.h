@@ -34,6 +34,7 @@
  * many symlinks, -ENAMETOOLONG, ...). */
 #define FSP_ESCAPE (-100000)  /* resolves outside the root */
 #define FSP_NOTFILE (-100001) /* fsp_open(): neither file nor dir */
+#define FSP_ROOT (-100002)    /* fsp_resolve_entry(): names the root */
 
 #define FSP_MAXSYMLINKS 40
 #define FSP_MAXDEPTH 256 /* held ancestor fds */
@@ -95,6 +96,36 @@ void fsp_res_close(struct fsp_res *res);
  */
 int fsp_open(const struct fsp_root *root, const char *path, int oflags,
 	     struct fsp_res *res, int *out_fd);
+
+/* An entry named by a path, for the tools that remove or rename the
+ * entry itself (delete, move) rather than what it leads to. */
+struct fsp_entry {
+	int dir;		 /* O_PATH fd of the directory holding `name` */
+	char name[NAME_MAX + 1]; /* the last component, as given */
+	bool exists;
+	struct stat st;	    /* lstat of `name` in `dir`, when it exists */
+	char rel[PATH_MAX]; /* relative to the root */
+};
+
+/*
+ * Resolve every component of @path but the last as fsp_resolve() does
+ * (symlinks followed, never out of the root; FSP_MKDIR creates missing
+ * directories), and take the last one as a name in that directory, never
+ * followed: a symlink there is the entry, not what it points to.  The
+ * caller then acts on it with *at() calls relative to e->dir and
+ * e->name, so nothing is looked up by a path string again.  Trailing
+ * slashes are ignored.  FSP_ROOT when the path names the root itself
+ * ("", ".", the root's absolute path, "x/.."), -EINVAL when it ends in
+ * "." or ".." elsewhere, FSP_ESCAPE, or -errno (-ENOTDIR, -ENOENT for a
+ * missing directory on the way).  A missing last component is not an
+ * error: e->exists is false.  On success the caller releases @e with
+ * fsp_entry_close(); on failure it holds no fd.
+ */
+int fsp_resolve_entry(const struct fsp_root *root, const char *path,
+		      unsigned int flags, struct fsp_entry *e);
+
+/* Closes e's fd (e may be NULL or hold -1). */
+void fsp_entry_close(struct fsp_entry *e);
 
 /* Test hook: called by fsp_open() between resolving and opening. */
 extern void (*fsp_test_before_open)(const struct fsp_res *res);

@@ -40,7 +40,7 @@ typedef struct {
 } cli_option;
 
 #define CLI_MAX_OPTIONS 40
-#define CLI_MAX_TABLES 6
+#define CLI_MAX_TABLES 8
 
 typedef struct {
 	const char *name;      /* "exec" */
@@ -159,8 +159,9 @@ int cli_write_all(int fd, const char *buf, size_t len);
 /* The commands, each in its file (cmd_NAME.c); the table is commands.c's. */
 extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
 	cli_cmd_sync_out, cli_cmd_read, cli_cmd_write, cli_cmd_edit,
-	cli_cmd_grep, cli_cmd_find, cli_cmd_ls, cli_cmd_sessions, cli_cmd_rm,
-	cli_cmd_gc, cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;
+	cli_cmd_grep, cli_cmd_find, cli_cmd_ls, cli_cmd_rm_file,
+	cli_cmd_mv_file, cli_cmd_sessions, cli_cmd_rm, cli_cmd_gc,
+	cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;
 /* Background processes (cmd_process.c). */
 extern const cli_command cli_cmd_ps, cli_cmd_logs, cli_cmd_kill, cli_cmd_wait;
 /* Interactive use and port forwarding (cmd_shell.c, cmd_portfwd.c). */

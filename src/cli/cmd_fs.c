@@ -1,5 +1,5 @@
 /*
- * cmd_fs.c - hutch read, write, edit, grep, find and ls
+ * cmd_fs.c - hutch read, write, edit, grep, find, ls, rm-file and mv-file
  *
  * Exit statuses: 0 done; 1 grep found nothing; 2 the tool refused (path
  * outside the workspace, not found, no unique match, binary file, bad
@@ -27,7 +27,9 @@ enum tool {
 	T_EDIT,
 	T_GREP,
 	T_FIND,
-	T_LS
+	T_LS,
+	T_DELETE,
+	T_MOVE
 };
 
 static const cli_option common_options[] = {
@@ -42,6 +44,8 @@ static const cli_option read_options[] = {
 	{ "offset", "LINE", 'o', "start at line LINE (1 is the first)" },
 	{ "limit", "N", 'l', "show at most N lines" },
 	{ "max-bytes", "BYTES", 'b', "show at most BYTES" },
+	{ "line-numbers", NULL, 'n',
+	  "start each line with its number and a tab, as cat -n" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -75,19 +79,31 @@ static const cli_option ls_options[] = {
 	{ NULL, NULL, 0, NULL },
 };
 
+static const cli_option rm_file_options[] = {
+	{ "recursive", NULL, 'r', "delete a directory with everything in it" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static const cli_option mv_file_options[] = {
+	{ "overwrite", NULL, 'W', "replace what is at TO" },
+	{ NULL, NULL, 0, NULL },
+};
+
 static int cmd_read(cli_globals *g, int argc, char **argv);
 static int cmd_write(cli_globals *g, int argc, char **argv);
 static int cmd_edit(cli_globals *g, int argc, char **argv);
 static int cmd_grep(cli_globals *g, int argc, char **argv);
 static int cmd_find(cli_globals *g, int argc, char **argv);
 static int cmd_ls(cli_globals *g, int argc, char **argv);
+static int cmd_rm_file(cli_globals *g, int argc, char **argv);
+static int cmd_mv_file(cli_globals *g, int argc, char **argv);
 
 const cli_command cli_cmd_read = {
 	.name = "read",
 	.fn = cmd_read,
 	.synopsis = "SESSION PATH [options]",
 	.about = "print a text file of the workspace",
-	.shortopts = "h",
+	.shortopts = "hn",
 	.opts = { read_options, common_options },
 };
 const cli_command cli_cmd_write = {
@@ -135,6 +151,23 @@ const cli_command cli_cmd_ls = {
 	.shortopts = "h",
 	.opts = { ls_options, common_options },
 };
+/* Not "rm" and "mv": `hutch rm` removes sessions. */
+const cli_command cli_cmd_rm_file = {
+	.name = "rm-file",
+	.fn = cmd_rm_file,
+	.synopsis = "SESSION PATH [options]",
+	.about = "delete a file or directory of the workspace",
+	.shortopts = "hr",
+	.opts = { rm_file_options, common_options },
+};
+const cli_command cli_cmd_mv_file = {
+	.name = "mv-file",
+	.fn = cmd_mv_file,
+	.synopsis = "SESSION FROM TO [options]",
+	.about = "move or rename a file or directory of the workspace",
+	.shortopts = "h",
+	.opts = { mv_file_options, common_options },
+};
 
 /* Every tool's options, for parsing: an option of another tool is then
  * refused by name ("does not apply") rather than as unknown. */
@@ -143,9 +176,10 @@ static const cli_command any_tool = {
 	.fn = NULL,
 	.synopsis = "",
 	.about = NULL,
-	.shortopts = "hi",
+	.shortopts = "hinr",
 	.opts = { read_options, write_options, edit_options, grep_options,
-		  find_options, common_options },
+		  find_options, rm_file_options, mv_file_options,
+		  common_options },
 };
 
 static const struct tool_info {
@@ -158,6 +192,8 @@ static const struct tool_info {
 	[T_GREP] = { &cli_cmd_grep, 1, 2 },
 	[T_FIND] = { &cli_cmd_find, 1, 2 },
 	[T_LS] = { &cli_cmd_ls, 0, 1 },
+	[T_DELETE] = { &cli_cmd_rm_file, 1, 1 },
+	[T_MOVE] = { &cli_cmd_mv_file, 2, 2 },
 };
 
 /* Short names for --json errors, stable for scripts and agents. */
@@ -218,13 +254,11 @@ static int fail(hutch_error *err, int json)
 		cli_print_json(o);
 		json_object_put(o);
 	} else {
+		/* The message is in the CLI's words (the default
+		 * hutch_fs_words): it names --all, --recursive... */
 		cli_error("%s", hutch_error_message(err));
 		if (detail)
 			fprintf(stderr, "%s\n", detail);
-		/* The library's message names no option: each caller says
-		 * how its own user asks for every occurrence. */
-		if (code == HUTCH_EAMBIGUOUS)
-			cli_error("or pass --all to replace every occurrence");
 	}
 	hutch_error_free(err);
 	return refused(code) ? EXIT_REFUSED : EXIT_HUTCH_FAILED;
@@ -270,6 +304,36 @@ static int read_stdin(char **out, size_t *len)
 	return 0;
 }
 
+/* "PATH: deleted" or "FROM -> TO".  The paths are the resolved ones,
+ * which a symlink made in the sandbox can spell: shown escaped. */
+static void print_delete_move(enum tool t, const hutch_fs_result *res)
+{
+	char *own[2] = { NULL, NULL };
+	const char *path = hutch__utf8_shown(hutch_fs_result_path(res), 0,
+					     &own[0]),
+		   *from;
+	hutch_fs_type type;
+	uint64_t removed;
+	int replaced;
+
+	if (t == T_DELETE) {
+		hutch_fs_result_delete(res, &removed, &type);
+		if (type == HUTCH_FS_DIR)
+			printf("%s: directory deleted (%" PRIu64 " entr%s)\n",
+			       path, removed, removed == 1 ? "y" : "ies");
+		else
+			printf("%s: %s deleted\n", path,
+			       hutch_fs_type_name(type));
+	} else {
+		hutch_fs_result_move(res, &from, &type, &replaced);
+		from = hutch__utf8_shown(from ? from : "?", 0, &own[1]);
+		printf("%s -> %s%s\n", from, path,
+		       replaced ? " (replaced what was there)" : "");
+	}
+	free(own[0]);
+	free(own[1]);
+}
+
 /* Text output: what a person (or a shell pipeline) wants to see. */
 static int print_text(enum tool t, const hutch_fs_result *res)
 {
@@ -280,6 +344,10 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 	int created;
 
 	switch (t) {
+	case T_DELETE:
+	case T_MOVE:
+		print_delete_move(t, res);
+		return 0;
 	case T_READ:
 		text = hutch_fs_result_content(res, &len);
 		if (cli_write_all(STDOUT_FILENO, text ? text : "", len) < 0)
@@ -352,6 +420,7 @@ static int print_text(enum tool t, const hutch_fs_result *res)
 struct fs_args {
 	enum tool t;
 	hutch_fs_options o;
+	hutch_fs_words words; /* the command's name; else the defaults */
 	cli_strv include, secrets;
 	const char *content, *old_text, *new_text;
 	size_t content_len;
@@ -431,6 +500,15 @@ static int fs_option(struct fs_args *a, int c, const char *arg)
 		return 0;
 	case 'a':
 		a->o.all = 1;
+		return 0;
+	case 'n':
+		a->o.line_numbers = 1;
+		return 0;
+	case 'r':
+		a->o.recursive = 1;
+		return 0;
+	case 'W':
+		a->o.overwrite = 1;
 		return 0;
 	case 'I':
 		if (cli_strv_add(&a->include, arg) < 0) {
@@ -517,6 +595,10 @@ static int fs_call(hutch_fs_result **res, hutch_session *s,
 		return hutch_fs_grep(res, s, args[1], where, &a->o, err);
 	case T_FIND:
 		return hutch_fs_find(res, s, args[1], where, &a->o, err);
+	case T_DELETE:
+		return hutch_fs_delete(res, s, args[1], &a->o, err);
+	case T_MOVE:
+		return hutch_fs_move(res, s, args[1], args[2], &a->o, err);
 	case T_LS:
 	default:
 		return hutch_fs_ls(res, s, a->nargs > 0 ? args[1] : NULL, &a->o,
@@ -526,13 +608,16 @@ static int fs_call(hutch_fs_result **res, hutch_session *s,
 
 static int run_tool(cli_globals *g, enum tool t, int argc, char **argv)
 {
-	struct fs_args a = { .t = t, .o = HUTCH_FS_OPTIONS_INIT };
+	struct fs_args a = { .t = t,
+			     .o = HUTCH_FS_OPTIONS_INIT,
+			     .words = { .tool = tools[t].cmd->name } };
 	hutch_engine *engine = NULL;
 	hutch_session *session = NULL;
 	hutch_fs_result *res = NULL;
 	hutch_error *err = NULL;
 	int rc = EXIT_HUTCH_FAILED, r;
 
+	a.o.words = &a.words;
 	if ((r = fs_parse(&a, argc, argv)) != 0) {
 		rc = r > 0 ? 0 : EXIT_HUTCH_FAILED;
 		goto out;
@@ -601,4 +686,14 @@ static int cmd_find(cli_globals *g, int argc, char **argv)
 static int cmd_ls(cli_globals *g, int argc, char **argv)
 {
 	return run_tool(g, T_LS, argc, argv);
+}
+
+static int cmd_rm_file(cli_globals *g, int argc, char **argv)
+{
+	return run_tool(g, T_DELETE, argc, argv);
+}
+
+static int cmd_mv_file(cli_globals *g, int argc, char **argv)
+{
+	return run_tool(g, T_MOVE, argc, argv);
 }

@@ -6,10 +6,12 @@
  * caller's arguments into an agent command line, uploads the texts that do
  * not belong on a command line (write's content, edit's old and new text),
  * runs the agent through the ordinary exec path and turns its one JSON
- * object into a result or a typed error.
+ * object into a result or a typed error, in the words of the caller
+ * (hutch_fs_words: the CLI's options, the MCP server's parameters).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +47,69 @@
 /* Where larger write and edit texts are uploaded; the agent deletes them. */
 #define FS_STAGE_DIR HUTCH_AGENT_STAGE_DIR
 
-static const hutch_fs_options default_options = HUTCH_FS_OPTIONS_INIT;
+/* --- one call ------------------------------------------------------------- */
+
+/* A call: the caller's options as version 2, its words with every member
+ * set, and the arguments messages quote. */
+struct call {
+	hutch_fs_options o;
+	hutch_fs_words w;
+	const char *path, *to;
+};
+
+/* The CLI's words, the default for any the caller leaves NULL. */
+static void default_words(hutch_fs_words *w, const char *tool)
+{
+	w->tool = tool;
+	w->path = "the path";
+	w->to = "the destination";
+	w->content = "the content";
+	w->old_text = "the old text";
+	w->new_text = "the new text";
+	w->pattern = strcmp(tool, HUTCH_AGENT_FS_FIND) == 0 ? "the glob" :
+							      "the pattern";
+	w->flag = strcmp(tool, HUTCH_AGENT_FS_EDIT) == 0   ? "--all" :
+		  strcmp(tool, HUTCH_AGENT_FS_DELETE) == 0 ? "--recursive" :
+							     "--overwrite";
+}
+
+/* The options of a version-1 caller end before line_numbers: the
+ * version-2 members get their defaults. */
+static int call_init(struct call *c, const char *tool,
+		     const hutch_fs_options *opts, hutch_error **err)
+{
+	static const hutch_fs_options defaults = HUTCH_FS_OPTIONS_INIT;
+	const hutch_fs_words *w;
+
+	memset(c, 0, sizeof(*c));
+	c->o = defaults;
+	if (opts && opts->version != 1 && opts->version != 2)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"%s: unsupported hutch_fs_options version %u (1 or 2)",
+			tool, opts->version);
+	if (opts && opts->version == 1)
+		memcpy(&c->o, opts, offsetof(hutch_fs_options, line_numbers));
+	else if (opts)
+		c->o = *opts;
+	c->o.version = HUTCH_FS_OPTIONS_VERSION;
+	default_words(&c->w, tool);
+	if ((w = c->o.words) != NULL) {
+#define WORD(m)            \
+	if (w->m && *w->m) \
+		c->w.m = w->m;
+		WORD(tool);
+		WORD(path);
+		WORD(to);
+		WORD(content);
+		WORD(old_text);
+		WORD(new_text);
+		WORD(pattern);
+		WORD(flag);
+#undef WORD
+	}
+	return 0;
+}
 
 /* --- the command line ------------------------------------------------------ */
 
@@ -96,24 +160,27 @@ static void argv_init(struct argv *a, const char *tool)
 /* A user string headed for the agent's command line: bounded, and never
  * mistaken for an option (the agent takes "--" before operands, but a path
  * is also checked here so the error names it). */
-static int check_arg(const char *what, const char *s, hutch_error **err)
+static int check_arg(const struct call *c, const char *what, const char *s,
+		     hutch_error **err)
 {
+	char label[160];
 	size_t len;
 
+	snprintf(label, sizeof(label), "%s: %s", c->w.tool, what);
 	if (!s)
 		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing",
-					what);
+					label);
 	len = strlen(s);
 	if (len == 0)
 		return hutch__error_set(err, HUTCH_EINVALID, "%s is empty",
-					what);
+					label);
 	if (len > FS_MAX_ARG)
 		return hutch__error_set(
 			err, HUTCH_ETOOBIG,
-			"%s is too long (%zu bytes, at most %u)", what, len,
+			"%s is too long (%zu bytes, at most %u)", label, len,
 			FS_MAX_ARG);
 	/* The engine would turn a bad byte into U+FFFD: another file. */
-	return hutch__error_if_not_utf8(err, what, s, len);
+	return hutch__error_if_not_utf8(err, label, s, len);
 }
 
 /* --- uploading texts ------------------------------------------------------- */
@@ -294,7 +361,7 @@ static void nomatch_detail(hutch_error *e, json_object *error)
 	free(detail);
 }
 
-/* " (lines 3, 9, 20)" for an ambiguous edit (the agent sends at most
+/* "lines 3, 9, 20; " for an ambiguous edit (the agent sends at most
  * 100 of them; a line shows the first 20). */
 static void ambiguous_lines(char *out, size_t outsz, json_object *error)
 {
@@ -309,33 +376,67 @@ static void ambiguous_lines(char *out, size_t outsz, json_object *error)
 	for (size_t i = 0; i < n && i < 20 && used < outsz; i++)
 		used += (size_t)snprintf(
 			out + used, outsz - used, "%s%" PRId64,
-			i ? ", " : " (lines ",
+			i ? ", " : "lines ",
 			json_object_get_int64(
 				json_object_array_get_idx(lines, i)));
-	if (used < outsz)
-		snprintf(out + used, outsz - used, "%s)",
+	if (n && used < outsz)
+		snprintf(out + used, outsz - used, "%s; ",
 			 n > 20 ? ", ..." : "");
 }
 
-static int agent_error(json_object *doc, const char *tool, hutch_error **err)
+/*
+ * The agent's error as the caller's: the agent knows neither the tool's
+ * name nor its options as the caller's user knows them, so the messages
+ * that tell how to go on (an ambiguous or missing old text, a directory
+ * that is not empty, a destination that exists) are written here from
+ * the answer's members, in the caller's words.  Any other message is the
+ * agent's, after the tool's name.
+ */
+static int agent_error(json_object *doc, const struct call *c,
+		       hutch_error **err)
 {
+	const hutch_fs_words *w = &c->w;
 	json_object *error = NULL;
 	const char *message, *code;
-	char where[256] = "";
+	char lines[256];
 	int rc;
 
 	json_object_object_get_ex(doc, "error", &error);
 	code = str_field(error, "code");
 	message = str_field(error, "message");
-	if (code_of(code) == HUTCH_EAMBIGUOUS)
-		ambiguous_lines(where, sizeof(where), error);
-	rc = hutch__error_set(err, code_of(code), "%s: %s%s", tool,
-			      message ? message :
-					"the agent failed without saying why",
-			      where);
-	if (rc == HUTCH_ENOMATCH && err)
-		nomatch_detail(*err, error);
-	return rc;
+	rc = code_of(code);
+	if (!message)
+		message = "the agent failed without saying why";
+	if (rc == HUTCH_EAMBIGUOUS && num_field(error, "count") > 1 &&
+	    str_field(error, "match")) {
+		ambiguous_lines(lines, sizeof(lines), error);
+		return hutch__error_set(
+			err, rc,
+			"%s: %s occurs %" PRIu64 " times in '%s' (%s%s match): "
+			"add lines around it so that it occurs once, or with "
+			"%s every occurrence is replaced",
+			w->tool, w->old_text, num_field(error, "count"),
+			c->path, lines, str_field(error, "match"), w->flag);
+	}
+	if (rc == HUTCH_ENOMATCH) {
+		rc = hutch__error_set(err, rc, "%s: %s was not found in '%s'",
+				      w->tool, w->old_text, c->path);
+		if (err)
+			nomatch_detail(*err, error);
+		return rc;
+	}
+	if (code && strcmp(code, HUTCH_AGENT_ERR_NOT_EMPTY) == 0 && !c->to)
+		return hutch__error_set(
+			err, rc,
+			"%s: '%s' is a directory that is not empty; with %s "
+			"it is deleted with everything in it",
+			w->tool, c->path, w->flag);
+	if (code && strcmp(code, HUTCH_AGENT_ERR_EXISTS) == 0 && c->to)
+		return hutch__error_set(err, rc,
+					"%s: '%s' exists; with %s it is "
+					"replaced",
+					w->tool, c->to, w->flag);
+	return hutch__error_set(err, rc, "%s: %s", w->tool, message);
 }
 
 /* An agent from an older hutch, without the "fs" command. */
@@ -362,8 +463,8 @@ static int upgrade_agent(hutch_session *s, hutch_error **err)
 }
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,
-		     const struct argv *a, const char *tool,
-		     const hutch_fs_options *opts, hutch_error **err);
+		     const struct argv *a, const struct call *c,
+		     hutch_error **err);
 
 static void argv_release(struct argv *a)
 {
@@ -373,19 +474,21 @@ static void argv_release(struct argv *a)
 
 /* Run and release the environment texts. */
 static int run_agent_texts(hutch_fs_result **out, hutch_session *s,
-			   struct argv *a, const char *tool,
-			   const hutch_fs_options *opts, hutch_error **err)
+			   struct argv *a, const struct call *c,
+			   hutch_error **err)
 {
-	int rc = run_agent(out, s, a, tool, opts, err);
+	int rc = run_agent(out, s, a, c, err);
 
 	argv_release(a);
 	return rc;
 }
 
 static int run_agent(hutch_fs_result **out, hutch_session *s,
-		     const struct argv *a, const char *tool,
-		     const hutch_fs_options *opts, hutch_error **err)
+		     const struct argv *a, const struct call *c,
+		     hutch_error **err)
 {
+	const hutch_fs_options *opts = &c->o;
+	const char *tool = c->w.tool;
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
 	const hutch__secrets *secrets = hutch__session_redaction(s);
 	hutch_exec_result *res = NULL;
@@ -471,7 +574,7 @@ again:
 		goto out;
 	}
 	if (code != 0 || json_object_object_get_ex(r->doc, "error", NULL)) {
-		rc = agent_error(r->doc, tool, err);
+		rc = agent_error(r->doc, c, err);
 		goto out;
 	}
 	*out = r;
@@ -486,52 +589,41 @@ out:
 	return rc;
 }
 
-static const hutch_fs_options *options(const hutch_fs_options *opts)
-{
-	return opts ? opts : &default_options;
-}
-
-static int check_options(const hutch_fs_options *opts, hutch_error **err)
-{
-	if (opts->version != HUTCH_FS_OPTIONS_VERSION)
-		return hutch__error_set(err, HUTCH_EINVALID,
-					"hutch_fs_options version %u is not %u",
-					opts->version,
-					HUTCH_FS_OPTIONS_VERSION);
-	return 0;
-}
-
 /* --- the tools ------------------------------------------------------------- */
 
 int hutch_fs_read(hutch_fs_result **out, hutch_session *s, const char *path,
 		  const hutch_fs_options *opts, hutch_error **err)
 {
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (rc = check_arg("read: the path", path, err)) < 0)
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_READ, opts, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.path, path, err)) < 0)
 		return rc;
+	c.path = path;
 	argv_init(&a, HUTCH_AGENT_FS_READ);
-	arg_num(&a, "--offset", opts->offset);
-	arg_num(&a, "--limit", opts->limit);
-	arg_num(&a, "--max-bytes", opts->max_bytes);
+	arg_num(&a, "--offset", c.o.offset);
+	arg_num(&a, "--limit", c.o.limit);
+	arg_num(&a, "--max-bytes", c.o.max_bytes);
+	if (c.o.line_numbers)
+		arg(&a, "--line-numbers");
 	arg(&a, "--");
 	arg(&a, path);
-	return run_agent(out, s, &a, "read", opts, err);
+	return run_agent(out, s, &a, &c, err);
 }
 
-static int check_text(const char *what, const char *data, size_t len,
-		      hutch_error **err)
+static int check_text(const struct call *c, const char *what, const char *data,
+		      size_t len, hutch_error **err)
 {
 	if (!data && len)
-		return hutch__error_set(err, HUTCH_EINVALID, "%s is missing",
-					what);
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"%s: %s is missing", c->w.tool, what);
 	if (len > HUTCH_FS_MAX_TEXT)
-		return hutch__error_set(err, HUTCH_ETOOBIG,
-					"%s is too big (%zu bytes, at most %u)",
-					what, len, HUTCH_FS_MAX_TEXT);
+		return hutch__error_set(
+			err, HUTCH_ETOOBIG,
+			"%s: %s is too big (%zu bytes, at most %u)", c->w.tool,
+			what, len, HUTCH_FS_MAX_TEXT);
 	return 0;
 }
 
@@ -540,24 +632,25 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 		   hutch_error **err)
 {
 	struct staged st[1] = { { data ? data : "", len, "" } };
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (rc = check_arg("write: the path", path, err)) < 0 ||
-	    (rc = check_text("write: the content", data, len, err)) < 0)
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_WRITE, opts, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.path, path, err)) < 0 ||
+	    (rc = check_text(&c, c.w.content, data, len, err)) < 0)
 		return rc;
+	c.path = path;
 	argv_init(&a, HUTCH_AGENT_FS_WRITE);
 	if ((rc = pass_texts(s, st, 1, &a, err)) < 0) {
 		argv_release(&a);
-		return hutch__error_wrap(err, rc, "write");
+		return hutch__error_wrap(err, rc, "%s", c.w.tool);
 	}
 	arg(&a, "--from");
 	arg(&a, st[0].path);
 	arg(&a, "--");
 	arg(&a, path);
-	return run_agent_texts(out, s, &a, "write", opts, err);
+	return run_agent_texts(out, s, &a, &c, err);
 }
 
 int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
@@ -569,57 +662,55 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 		{ old_text ? old_text : "", old_len, "" },
 		{ new_text ? new_text : "", new_len, "" },
 	};
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (rc = check_arg("edit: the path", path, err)) < 0 ||
-	    (rc = check_text("edit: the old text", old_text, old_len, err)) <
-		    0 ||
-	    (rc = check_text("edit: the new text", new_text, new_len, err)) < 0)
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_EDIT, opts, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.path, path, err)) < 0 ||
+	    (rc = check_text(&c, c.w.old_text, old_text, old_len, err)) < 0 ||
+	    (rc = check_text(&c, c.w.new_text, new_text, new_len, err)) < 0)
 		return rc;
+	c.path = path;
 	/* Refused here too, to save a round trip; the agent checks again. */
 	if (old_len == 0)
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
-			"edit: the old text is empty (use write to "
-			"create or replace a whole file)");
+			"%s: %s is empty: there is nothing to replace "
+			"(writing the file replaces all of it)",
+			c.w.tool, c.w.old_text);
 	if (old_len == new_len && memcmp(old_text, new_text, old_len) == 0)
-		return hutch__error_set(
-			err, HUTCH_EINVALID,
-			"edit: the old and new text are the same");
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"%s: %s and %s are the same", c.w.tool,
+					c.w.old_text, c.w.new_text);
 	argv_init(&a, HUTCH_AGENT_FS_EDIT);
 	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
 		argv_release(&a);
-		return hutch__error_wrap(err, rc, "edit");
+		return hutch__error_wrap(err, rc, "%s", c.w.tool);
 	}
 	arg(&a, "--old-from");
 	arg(&a, st[0].path);
 	arg(&a, "--new-from");
 	arg(&a, st[1].path);
-	if (opts->all)
+	if (c.o.all)
 		arg(&a, "--all");
 	arg(&a, "--");
 	arg(&a, path);
-	return run_agent_texts(out, s, &a, "edit", opts, err);
+	return run_agent_texts(out, s, &a, &c, err);
 }
 
 /* grep and find: a pattern, an optional path under the workspace. */
-static int check_search(const char *tool, const char *what, const char *pattern,
+static int check_search(struct call *c, const char *tool, const char *pattern,
 			const char *path, const hutch_fs_options *opts,
 			hutch_error **err)
 {
-	char label[32];
 	int rc;
 
-	if ((rc = check_options(opts, err)) < 0)
+	if ((rc = call_init(c, tool, opts, err)) < 0 ||
+	    (rc = check_arg(c, c->w.pattern, pattern, err)) < 0)
 		return rc;
-	snprintf(label, sizeof(label), "%s: the %s", tool, what);
-	if ((rc = check_arg(label, pattern, err)) < 0)
-		return rc;
-	snprintf(label, sizeof(label), "%s: the path", tool);
-	return path ? check_arg(label, path, err) : 0;
+	c->path = path;
+	return path ? check_arg(c, c->w.path, path, err) : 0;
 }
 
 /* The operands that end a search's command line. */
@@ -636,72 +727,117 @@ int hutch_fs_grep(hutch_fs_result **out, hutch_session *s, const char *pattern,
 		  const char *path, const hutch_fs_options *opts,
 		  hutch_error **err)
 {
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_search("grep", "pattern", pattern, path, opts, err)) <
-	    0)
+	if ((rc = check_search(&c, HUTCH_AGENT_FS_GREP, pattern, path, opts,
+			       err)) < 0)
 		return rc;
-	if (opts->include_count > 16)
+	if (c.o.include_count > 16)
 		return hutch__error_set(err, HUTCH_EINVALID,
-					"grep: at most 16 include globs");
+					"%s: at most 16 include globs",
+					c.w.tool);
 	argv_init(&a, HUTCH_AGENT_FS_GREP);
-	for (size_t i = 0; i < opts->include_count; i++) {
-		if ((rc = check_arg("grep: an include glob", opts->include[i],
+	for (size_t i = 0; i < c.o.include_count; i++) {
+		if ((rc = check_arg(&c, "an include glob", c.o.include[i],
 				    err)) < 0)
 			return rc;
 		arg(&a, "--include");
-		arg(&a, opts->include[i]);
+		arg(&a, c.o.include[i]);
 	}
-	if (opts->ignore_case)
+	if (c.o.ignore_case)
 		arg(&a, "-i");
-	arg_num(&a, "--max", opts->max);
+	arg_num(&a, "--max", c.o.max);
 	search_operands(&a, pattern, path);
-	return run_agent(out, s, &a, "grep", opts, err);
+	return run_agent(out, s, &a, &c, err);
 }
 
 int hutch_fs_find(hutch_fs_result **out, hutch_session *s, const char *glob,
 		  const char *path, const hutch_fs_options *opts,
 		  hutch_error **err)
 {
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_search("find", "glob", glob, path, opts, err)) < 0)
+	if ((rc = check_search(&c, HUTCH_AGENT_FS_FIND, glob, path, opts,
+			       err)) < 0)
 		return rc;
-	if (opts->type && opts->type != 'f' && opts->type != 'd')
-		return hutch__error_set(
-			err, HUTCH_EINVALID,
-			"find: type '%c' is neither 'f' nor 'd'", opts->type);
+	if (c.o.type && c.o.type != 'f' && c.o.type != 'd')
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"%s: type '%c' is neither 'f' nor 'd'",
+					c.w.tool, c.o.type);
 	argv_init(&a, HUTCH_AGENT_FS_FIND);
-	if (opts->type) {
+	if (c.o.type) {
 		arg(&a, "--type");
-		arg(&a, opts->type == 'f' ? "f" : "d");
+		arg(&a, c.o.type == 'f' ? "f" : "d");
 	}
-	arg_num(&a, "--max", opts->max);
+	arg_num(&a, "--max", c.o.max);
 	search_operands(&a, glob, path);
-	return run_agent(out, s, &a, "find", opts, err);
+	return run_agent(out, s, &a, &c, err);
 }
 
 int hutch_fs_ls(hutch_fs_result **out, hutch_session *s, const char *path,
 		const hutch_fs_options *opts, hutch_error **err)
 {
+	struct call c;
 	struct argv a;
 	int rc;
 
-	opts = options(opts);
-	if ((rc = check_options(opts, err)) < 0 ||
-	    (path && (rc = check_arg("ls: the path", path, err)) < 0))
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_LS, opts, err)) < 0 ||
+	    (path && (rc = check_arg(&c, c.w.path, path, err)) < 0))
 		return rc;
+	c.path = path;
 	argv_init(&a, HUTCH_AGENT_FS_LS);
-	arg_num(&a, "--max", opts->max);
+	arg_num(&a, "--max", c.o.max);
 	if (path) {
 		arg(&a, "--");
 		arg(&a, path);
 	}
-	return run_agent(out, s, &a, "ls", opts, err);
+	return run_agent(out, s, &a, &c, err);
+}
+
+int hutch_fs_delete(hutch_fs_result **out, hutch_session *s, const char *path,
+		    const hutch_fs_options *opts, hutch_error **err)
+{
+	struct call c;
+	struct argv a;
+	int rc;
+
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_DELETE, opts, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.path, path, err)) < 0)
+		return rc;
+	c.path = path;
+	argv_init(&a, HUTCH_AGENT_FS_DELETE);
+	if (c.o.recursive)
+		arg(&a, "--recursive");
+	arg(&a, "--");
+	arg(&a, path);
+	return run_agent(out, s, &a, &c, err);
+}
+
+int hutch_fs_move(hutch_fs_result **out, hutch_session *s, const char *from,
+		  const char *to, const hutch_fs_options *opts,
+		  hutch_error **err)
+{
+	struct call c;
+	struct argv a;
+	int rc;
+
+	if ((rc = call_init(&c, HUTCH_AGENT_FS_MOVE, opts, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.path, from, err)) < 0 ||
+	    (rc = check_arg(&c, c.w.to, to, err)) < 0)
+		return rc;
+	c.path = from;
+	c.to = to;
+	argv_init(&a, HUTCH_AGENT_FS_MOVE);
+	if (c.o.overwrite)
+		arg(&a, "--overwrite");
+	arg(&a, "--");
+	arg(&a, from);
+	arg(&a, to);
+	return run_agent(out, s, &a, &c, err);
 }
 
 /* --- results --------------------------------------------------------------- */
@@ -775,6 +911,34 @@ void hutch_fs_result_edit(const hutch_fs_result *r, uint64_t *replacements,
 		*replacements = num_field(r ? r->doc : NULL, "replacements");
 	if (match)
 		*match = r ? str_field(r->doc, "match") : NULL;
+}
+
+static hutch_fs_type type_of(const char *s);
+
+void hutch_fs_result_delete(const hutch_fs_result *r, uint64_t *removed,
+			    hutch_fs_type *type)
+{
+	json_object *doc = r ? r->doc : NULL;
+
+	if (removed)
+		*removed = num_field(doc, "removed");
+	if (type)
+		*type = type_of(str_field(doc, "type"));
+}
+
+void hutch_fs_result_move(const hutch_fs_result *r, const char **from,
+			  hutch_fs_type *type, int *replaced)
+{
+	json_object *doc = r ? r->doc : NULL, *v;
+
+	if (from)
+		*from = str_field(doc, "from");
+	if (type)
+		*type = type_of(str_field(doc, "type"));
+	if (replaced)
+		*replaced = doc &&
+			    json_object_object_get_ex(doc, "replaced", &v) &&
+			    json_object_get_boolean(v);
 }
 
 size_t hutch_fs_result_count(const hutch_fs_result *r)

@@ -158,7 +158,8 @@ struct mcp_call_ctx {
 	/* Live output of exec, for progress messages; may be NULL. */
 	void (*output)(void *payload, const char *data, size_t len);
 	void *payload;
-	int structured; /* add structuredContent */
+	int structured;	  /* add structuredContent */
+	const char *tool; /* the tool called (mcp_tool_call sets it) */
 };
 
 /* Every tool, in the order tools/list gives them. */

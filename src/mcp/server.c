@@ -569,9 +569,9 @@ static void handle_initialize(struct server *srv, json_object *id,
 		    "The tools work in one persistent sandbox, the hutch session '%s': "
 		    "a Linux container without network access. Its files live in "
 		    "/workspace and stay between calls; file tools take paths relative "
-		    "to /workspace. Use read_file, edit_file, write_file, grep, find and "
-		    "list_dir for files and exec for everything else (building, "
-		    "running tests, installed tools).",
+		    "to /workspace. Use read_file, edit_file, write_file, grep, find, "
+		    "list_dir, delete_file and move_file for files and exec for "
+		    "everything else (building, running tests, installed tools).",
 		    srv->cfg.session) >= 0) {
 		json_object_object_add(res, "instructions",
 				       json_object_new_string(instr));

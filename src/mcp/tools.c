@@ -2,11 +2,13 @@
  * tools.c - the MCP tools: schemas, descriptions and the library calls
  *
  * Each tool is one libhutch call, the same one the CLI makes, so the MCP
- * tools and `hutch exec/read/write/edit/grep/find/ls` behave alike and are
- * confined alike (the in-container agent resolves every path).  What is
- * added here is for the model: descriptions it can plan with, a compact
- * text rendering of each result, and error texts that say how to recover.
- * structuredContent is the CLI's --json object, unchanged.
+ * tools and `hutch exec/read/write/edit/grep/find/ls/rm-file/mv-file`
+ * behave alike and are confined alike (the in-container agent resolves
+ * every path).  What is added here is for the model: descriptions it can
+ * plan with, a compact text rendering of each result, and error texts
+ * that say how to recover, naming the tools and parameters as this
+ * server's schemas do (hutch_fs_words).  structuredContent is the CLI's
+ * --json object, unchanged.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -103,7 +105,10 @@ static const char read_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
 			     "\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
 			     "\"First line to return, 1-based. Default 1.\"},"
 			     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-			     "\"Most lines to return. Default 2000.\"}},"
+			     "\"Most lines to return. Default 2000.\"},"
+			     "\"line_numbers\":{\"type\":\"boolean\",\"description\":"
+			     "\"Start each line with its line number in the file and a tab, "
+			     "as cat -n does. Default true; false returns the text alone.\"}},"
 			     "\"required\":[\"path\"],\"additionalProperties\":false}";
 
 static const char read_out[] =
@@ -111,7 +116,9 @@ static const char read_out[] =
 	"\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
 	"\"offset\":{\"type\":\"integer\"},\"lines\":{\"type\":\"integer\"},"
 	"\"total_lines\":{\"type\":\"integer\"},\"size\":{\"type\":\"integer\"},"
-	"\"truncated\":{\"type\":\"boolean\"},\"next_offset\":{\"type\":\"integer\"}},"
+	"\"truncated\":{\"type\":\"boolean\"},\"next_offset\":{\"type\":\"integer\"},"
+	"\"line_numbers\":{\"type\":\"boolean\",\"description\":\"true when "
+	"each line of content starts with its number and a tab\"}},"
 	"\"required\":[\"path\",\"content\",\"truncated\"]}";
 
 static const char write_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
@@ -220,6 +227,44 @@ static const char ls_out[] =
 	"\"required\":[\"path\",\"name\",\"type\"]}},"
 	"\"truncated\":{\"type\":\"boolean\"}},"
 	"\"required\":[\"path\",\"entries\",\"truncated\"]}";
+
+static const char delete_in[] = "{\"type\":\"object\",\"properties\":{" PATH_PROP(
+	"The file, symlink or directory to delete. A symlink is deleted "
+	"itself, never what it points to.") ","
+					    "\"recursive\":{\"type\":\"boolean\",\"description\":"
+					    "\"Delete a directory with everything in it. Default false: "
+					    "only an empty directory is deleted.\"}},"
+					    "\"required\":[\"path\"],\"additionalProperties\":false}";
+
+static const char delete_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\"},"
+	"\"type\":{\"type\":\"string\"," ENTRY_TYPES "},"
+	"\"removed\":{\"type\":\"integer\",\"description\":\"entries "
+	"deleted, the path's own included\"}},"
+	"\"required\":[\"path\",\"type\",\"removed\"]}";
+
+static const char move_in[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"from\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"The file, symlink or directory to move. Relative to /workspace or "
+	"absolute under it.\"},"
+	"\"to\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+	"\"Its new path (not a directory to move it into), relative to "
+	"/workspace or absolute under it. Missing parent directories are "
+	"made.\"},"
+	"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace "
+	"what is at 'to' (a directory only by a directory, and only when it "
+	"is empty). Default false: an existing 'to' is an error.\"}},"
+	"\"required\":[\"from\",\"to\"],\"additionalProperties\":false}";
+
+static const char move_out[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"path\":{\"type\":\"string\",\"description\":\"the new path\"},"
+	"\"from\":{\"type\":\"string\"},"
+	"\"type\":{\"type\":\"string\"," ENTRY_TYPES "},"
+	"\"replaced\":{\"type\":\"boolean\"}},"
+	"\"required\":[\"path\",\"from\",\"type\",\"replaced\"]}";
 
 #define PROCESS_RECORD                                                      \
 	"{\"type\":\"object\",\"properties\":{"                             \
@@ -421,45 +466,11 @@ static int arg_bool(json_object *args, const char *key)
 
 /* --- errors a model can act on ---------------------------------------------- */
 
-/* The library's message (it names the tool and quotes the path), then
- * what to do about it. */
-/*
- * The library's messages start with the CLI's name of the file tool
- * ("edit: ..."); a model calls edit_file, and reads its own tool's name
- * best.  The rest of the message names no option.
- */
-static const char *mcp_words(const char *msg, char *buf, size_t bufsz)
-{
-	static const struct {
-		const char *cli, *mcp;
-	} names[] = {
-		{ "read: ", "read_file: " },
-		{ "write: ", "write_file: " },
-		{ "edit: ", "edit_file: " },
-		{ "ls: ", "list_dir: " },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t n = strlen(names[i].cli), m = strlen(names[i].mcp), rest;
-
-		if (strncmp(msg, names[i].cli, n) != 0)
-			continue;
-		rest = strlen(msg + n);
-		/* Never cut: a message that does not fit stays as it is. */
-		if (m + rest >= bufsz)
-			return msg;
-		memcpy(buf, names[i].mcp, m);
-		memcpy(buf + m, msg + n, rest + 1);
-		return buf;
-	}
-	return msg;
-}
-
+/* The library's message (it names the tool and quotes the path, in this
+ * server's words: fs_words below), then what to do about it. */
 static json_object *tool_error(hutch_error *err, const char *path)
 {
-	char words[2048];
-	const char *msg = mcp_words(hutch_error_message(err), words,
-				    sizeof(words)),
+	const char *msg = hutch_error_message(err),
 		   *detail = hutch_error_detail(err);
 	const char *file = path ? path : "the file";
 	json_object *r;
@@ -495,11 +506,8 @@ static json_object *tool_error(hutch_error *err, const char *path)
 				msg, file);
 		break;
 	case HUTCH_EAMBIGUOUS:
-		r = errorf(
-			"%s\nAdd surrounding lines to old_text so that it occurs "
-			"exactly once, or set replace_all to true to change every "
-			"occurrence.",
-			msg);
+		/* edit_file's says how to go on: with replace_all. */
+		r = errorf("%s", msg);
 		break;
 	case HUTCH_ECONFLICT:
 		/* From a file tool: another writer of the file. */
@@ -828,9 +836,44 @@ static json_object *fs_result(hutch_fs_result *res, char *text_s,
 	return make_result(text_s, doc, 0, ctx);
 }
 
+/*
+ * The file tools' words for the library's error messages: this server's
+ * tool and parameter names, so that a model reads "edit_file: old_text
+ * ... with replace_all: true" and not the CLI's "edit: the old text ...
+ * with --all".  A member left NULL is one the tool has no parameter for.
+ */
+static const struct {
+	const char *tool;
+	hutch_fs_words words;
+} fs_words[] = {
+	{ "read_file", { .tool = "read_file", .path = "path" } },
+	{ "write_file",
+	  { .tool = "write_file", .path = "path", .content = "content" } },
+	{ "edit_file",
+	  { .tool = "edit_file",
+	    .path = "path",
+	    .old_text = "old_text",
+	    .new_text = "new_text",
+	    .flag = "replace_all: true" } },
+	{ "grep", { .tool = "grep", .path = "path", .pattern = "pattern" } },
+	{ "find", { .tool = "find", .path = "path", .pattern = "pattern" } },
+	{ "list_dir", { .tool = "list_dir", .path = "path" } },
+	{ "delete_file",
+	  { .tool = "delete_file", .path = "path", .flag = "recursive: true" } },
+	{ "move_file",
+	  { .tool = "move_file",
+	    .path = "from",
+	    .to = "to",
+	    .flag = "overwrite: true" } },
+};
+
 static int fs_options(hutch_fs_options *o, mcp_call_ctx *ctx)
 {
 	o->cancel = ctx->cancel;
+	for (size_t i = 0;
+	     ctx->tool && i < sizeof(fs_words) / sizeof(*fs_words); i++)
+		if (strcmp(fs_words[i].tool, ctx->tool) == 0)
+			o->words = &fs_words[i].words;
 	return 0;
 }
 
@@ -856,6 +899,11 @@ static json_object *run_read(json_object *args, hutch_session *s,
 	fs_options(&o, ctx);
 	o.offset = (uint64_t)arg_int(args, "offset", 0);
 	o.limit = (uint64_t)arg_int(args, "limit", 0);
+	/* On unless turned off: grep's line numbers then lead straight to
+	 * the lines to edit. */
+	o.line_numbers =
+		!json_object_object_get_ex(args, "line_numbers", NULL) ||
+		arg_bool(args, "line_numbers");
 	if (hutch_fs_read(&res, s, path, &o, &err) < 0)
 		return tool_error(err, path);
 	if (text_open(&t) < 0) {
@@ -937,6 +985,64 @@ static json_object *run_edit(json_object *args, hutch_session *s,
 			    "; the new text was re-indented to the file's indentation" :
 			    "") < 0)
 		msg = NULL;
+	return fs_result(res, msg, ctx);
+}
+
+static json_object *run_delete(json_object *args, hutch_session *s,
+			       mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *path = arg_str(args, "path", NULL);
+	hutch_fs_type type;
+	uint64_t removed;
+	char *msg = NULL, *own = NULL;
+
+	NUL_CHECK("delete_file", "path");
+	fs_options(&o, ctx);
+	o.recursive = arg_bool(args, "recursive");
+	/* No path for tool_error: its "conflict" is a directory that is
+	 * not empty, not another writer. */
+	if (hutch_fs_delete(&res, s, path, &o, &err) < 0)
+		return tool_error(err, NULL);
+	hutch_fs_result_delete(res, &removed, &type);
+	if (asprintf(&msg, "deleted %s %s%s", hutch_fs_type_name(type),
+		     hutch__utf8_shown(hutch_fs_result_path(res), 0, &own),
+		     type == HUTCH_FS_DIR && removed > 1 ?
+			     " and everything in it" :
+			     "") < 0)
+		msg = NULL;
+	free(own);
+	return fs_result(res, msg, ctx);
+}
+
+static json_object *run_move(json_object *args, hutch_session *s,
+			     mcp_call_ctx *ctx)
+{
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *res = NULL;
+	hutch_error *err = NULL;
+	const char *from = arg_str(args, "from", NULL),
+		   *to = arg_str(args, "to", NULL), *src;
+	hutch_fs_type type;
+	int replaced;
+	char *msg = NULL, *own[2] = { NULL, NULL };
+
+	NUL_CHECK("move_file", "from");
+	NUL_CHECK("move_file", "to");
+	fs_options(&o, ctx);
+	o.overwrite = arg_bool(args, "overwrite");
+	if (hutch_fs_move(&res, s, from, to, &o, &err) < 0)
+		return tool_error(err, NULL);
+	hutch_fs_result_move(res, &src, &type, &replaced);
+	if (asprintf(&msg, "moved %s %s to %s%s", hutch_fs_type_name(type),
+		     hutch__utf8_shown(src ? src : "?", 0, &own[0]),
+		     hutch__utf8_shown(hutch_fs_result_path(res), 0, &own[1]),
+		     replaced ? ", replacing what was there" : "") < 0)
+		msg = NULL;
+	free(own[0]);
+	free(own[1]);
 	return fs_result(res, msg, ctx);
 }
 
@@ -1340,7 +1446,11 @@ static mcp_tool tools[] = {
 	{ "read_file", "Read a file",
 	  "Read a text file in /workspace. Returns up to 'limit' lines (default "
 	  "2000) from line 'offset' (1-based, default 1); a longer file says "
-	  "which offset to read next. Binary files are refused.",
+	  "which offset to read next. Each line starts with its line number in "
+	  "the file and a tab (as cat -n), the numbers grep gives: they are not "
+	  "part of the file, leave them out of edit_file's old_text "
+	  "('line_numbers': false returns the text alone). Binary files are "
+	  "refused.",
 	  read_in, read_out, 1, 0, 1, run_read, NULL, NULL },
 	{ "write_file", "Write a file",
 	  "Create or overwrite a file in /workspace with 'content', creating "
@@ -1378,6 +1488,18 @@ static mcp_tool tools[] = {
 	  "sorted by name: each entry's type, size and name, with a symlink's "
 	  "target. Not recursive: use find for that.",
 	  ls_in, ls_out, 1, 0, 1, run_ls, NULL, NULL },
+	{ "delete_file", "Delete a file or directory",
+	  "Delete a file, symlink or empty directory in /workspace; with "
+	  "'recursive': true also a directory and everything in it. A symlink "
+	  "is deleted itself, never what it points to, and nothing outside "
+	  "/workspace is reached. The workspace itself cannot be deleted.",
+	  delete_in, delete_out, 0, 1, 1, run_delete, NULL, NULL },
+	{ "move_file", "Move or rename a file or directory",
+	  "Move or rename a file, symlink or directory within /workspace: "
+	  "'from' gets the new path 'to' (a full path, not a directory to "
+	  "move into), creating missing parent directories. An existing 'to' "
+	  "is an error unless 'overwrite' is true. A symlink moves as a link.",
+	  move_in, move_out, 0, 1, 0, run_move, NULL, NULL },
 	{ "processes", "List background processes",
 	  "List the processes started with exec background: true in this "
 	  "sandbox, with each one's id, state (running, exited with its code, "
@@ -1529,6 +1651,7 @@ json_object *mcp_tool_call(const mcp_tool *t, json_object *args,
 	 * one container. */
 	if (hutch_session_open(&s, engine, ctx->session, ctx->sopts, &err) < 0)
 		return tool_error(err, NULL);
+	ctx->tool = t->name;
 	r = t->run(args, s, ctx);
 	hutch_session_free(s);
 	return r;

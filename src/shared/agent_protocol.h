@@ -157,6 +157,8 @@
 #define HUTCH_AGENT_FS_GREP "grep"
 #define HUTCH_AGENT_FS_FIND "find"
 #define HUTCH_AGENT_FS_LS "ls"
+#define HUTCH_AGENT_FS_DELETE "delete"
+#define HUTCH_AGENT_FS_MOVE "move"
 
 /* The "type" of a find or ls entry. */
 #define HUTCH_AGENT_TYPE_FILE "file"
@@ -229,6 +231,8 @@
 #define HUTCH_AGENT_ERR_TOO_BIG "too_big"     /* over a size limit */
 #define HUTCH_AGENT_ERR_CONFLICT "conflict"   /* another writer of the file */
 #define HUTCH_AGENT_ERR_IO "io"		      /* any other failure */
+#define HUTCH_AGENT_ERR_NOT_EMPTY "not_empty" /* a directory with entries */
+#define HUTCH_AGENT_ERR_EXISTS "exists"	      /* move: TO is there */
 
 /*
  * Every error word with the library's code for it, and the spelling the
@@ -250,6 +254,8 @@
 	X(HUTCH_AGENT_ERR_USAGE, NULL, HUTCH_EINVALID)            \
 	X(HUTCH_AGENT_ERR_TOO_BIG, "toobig", HUTCH_ETOOBIG)       \
 	X(HUTCH_AGENT_ERR_IO, NULL, HUTCH_EFAILED)                \
-	X(HUTCH_AGENT_ERR_CONFLICT, NULL, HUTCH_ECONFLICT)
+	X(HUTCH_AGENT_ERR_CONFLICT, NULL, HUTCH_ECONFLICT)        \
+	X(HUTCH_AGENT_ERR_NOT_EMPTY, NULL, HUTCH_ECONFLICT)       \
+	X(HUTCH_AGENT_ERR_EXISTS, NULL, HUTCH_ECONFLICT)
 
 #endif /* HUTCH_SHARED_AGENT_PROTOCOL_H */

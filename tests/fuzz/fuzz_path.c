@@ -111,5 +111,22 @@ FUZZ_TARGET(path)
 		close(fd);
 		fsp_res_close(&res);
 	}
+	/* delete's and move's entry: held inside, a plain name in it. */
+	{
+		struct fsp_entry e;
+
+		rc = fsp_resolve_entry(&root, path, 0, &e);
+		if (rc == 0) {
+			inside(e.dir);
+			FUZZ_CHECK(e.name[0] && !strchr(e.name, '/') &&
+				   strcmp(e.name, ".") != 0 &&
+				   strcmp(e.name, "..") != 0);
+			FUZZ_CHECK(e.rel[0] != '/' &&
+				   strncmp(e.rel, "../", 3) != 0);
+			fsp_entry_close(&e);
+		} else {
+			FUZZ_CHECK(e.dir == -1);
+		}
+	}
 	return 0;
 }

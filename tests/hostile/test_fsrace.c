@@ -86,3 +86,92 @@ IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
 	it_result_free(&r);
 	hostile_sh("rm -rf '%s'", host);
 }
+
+/* Count a call that did its work or was refused, and free it. */
+static void tally(it_result *r, int *done, int *refused)
+{
+	if (r->status == 0)
+		(*done)++;
+	else
+		(*refused)++;
+	it_result_free(r);
+}
+
+/*
+ * The same race against rm-file and mv-file: d/victim is deleted, moved
+ * out of d and moved into d while d and s swap.  Each must act in the
+ * workspace or be refused; /tmp/target must keep its one file, with its
+ * content, and gain none.
+ */
+IT_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out)
+{
+	const char *s = it_session();
+	char host[64], moved[32];
+	it_opts bg = { .limit = 200 };
+	it_proc racer;
+	it_result r;
+	int done = 0, refused = 0;
+
+	snprintf(host, sizeof(host), "/tmp/hutch-hostile-fsops-XXXXXX");
+	cr_assert_not_null(mkdtemp(host));
+	hostile_install_tool("racer", host);
+	r = it_hutch("sync-in", s, host, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in the racer");
+	it_result_free(&r);
+	r = it_hutch("sh", s,
+		     "mkdir -p d moved /tmp/target && "
+		     "echo OUTSIDE > /tmp/target/victim && "
+		     "ln -s /tmp/target s",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "prepare d, s -> /tmp/target");
+	it_result_free(&r);
+	{
+		const char *args[] = { "exec",
+				       s,
+				       "--",
+				       "/workspace/racer",
+				       "/workspace",
+				       "d",
+				       "s",
+				       "/tmp/target",
+				       "/workspace/stop",
+				       NULL };
+
+		it_spawn(&racer, &bg, args);
+	}
+
+	for (int i = 0; i < ROUNDS / 2; i++) {
+		/* A victim for each tool, written through the race too. */
+		r = it_hutch("write", s, "d/victim", "--content", "inside",
+			     NULL);
+		it_result_free(&r);
+		r = it_hutch("rm-file", s, "d/victim", NULL);
+		tally(&r, &done, &refused);
+		r = it_hutch("write", s, "d/victim", "--content", "inside",
+			     NULL);
+		it_result_free(&r);
+		snprintf(moved, sizeof(moved), "moved/v%d", i);
+		r = it_hutch("mv-file", s, "d/victim", moved, NULL);
+		tally(&r, &done, &refused);
+		r = it_hutch("mv-file", s, moved, "d/in", "--overwrite", NULL);
+		tally(&r, &done, &refused);
+	}
+	r = it_hutch("write", s, "stop", "--content", "", NULL);
+	IT_ASSERT_EXIT(r, 0, "stop the racer");
+	it_result_free(&r);
+	r = it_wait(&racer);
+	IT_ASSERT_EXIT(r, 0, "the racer");
+	cr_assert(atol(r.out) > 1000, "the racer did not race: %s", r.out);
+	cr_log_info("racer: %.*s; calls done %d, refused %d",
+		    (int)strcspn(r.out, "\n"), r.out, done, refused);
+	it_result_free(&r);
+
+	/* /tmp/target holds its file, unchanged, and nothing else. */
+	r = it_hutch("exec", s, "--", "sh", "-c",
+		     "ls -A /tmp/target; cat /tmp/target/victim", NULL);
+	IT_ASSERT_EXIT(r, 0, "look at /tmp/target");
+	cr_assert_str_eq(r.out, "victim\nOUTSIDE\n",
+			 "a call left the workspace: %s", r.out);
+	it_result_free(&r);
+	hostile_sh("rm -rf '%s'", host);
+}

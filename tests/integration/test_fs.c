@@ -668,3 +668,173 @@ IT_TEST(fs, no_such_session)
 	cr_assert(strstr(r.err, "no such file"), "%s", r.err);
 	it_result_free(&r);
 }
+
+/* read -n: cat -n's numbers, the file's own in a range, and the truncation
+ * still said. */
+IT_TEST(fs, numbered_reads)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+
+	sh(s,
+	   "printf 'alpha\\n\\nbeta\\ngamma\\n' > n.txt; seq 1 3000 > big.txt");
+	doc = run_json(0, "read", s, "n.txt", "-n", NULL);
+	cr_assert_str_eq(
+		jstr(doc, "content"),
+		"     1\talpha\n     2\t\n     3\tbeta\n     4\tgamma\n");
+	cr_assert_eq(jbool(doc, "line_numbers"), 1);
+	cr_assert_eq(jint(doc, "total_lines"), 4);
+	json_object_put(doc);
+
+	/* a range: the numbers are the file's */
+	doc = run_json(0, "read", s, "big.txt", "--line-numbers", "--offset",
+		       "2999", "--limit", "5", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "  2999\t2999\n  3000\t3000\n");
+	cr_assert_eq(jint(doc, "offset"), 2999);
+	cr_assert_eq(jbool(doc, "truncated"), 0);
+	json_object_put(doc);
+
+	/* text mode, cut by --limit: stderr says where to go on */
+	r = run(0, "read", s, "big.txt", "-n", "--offset", "10", "--limit", "2",
+		NULL);
+	cr_assert_str_eq(r.out, "    10\t10\n    11\t11\n");
+	cr_assert(strstr(r.err, "--offset 12"), "%s", r.err);
+	it_result_free(&r);
+
+	/* the default 2000 lines, numbered, still truncated honestly */
+	doc = run_json(0, "read", s, "big.txt", "-n", NULL);
+	cr_assert_eq(jint(doc, "lines"), 2000);
+	cr_assert_eq(jbool(doc, "truncated"), 1);
+	cr_assert_eq(jint(doc, "next_offset"), 2001);
+	cr_assert(strstr(jstr(doc, "content"), "  2000\t2000\n") != NULL);
+	json_object_put(doc);
+
+	/* without -n, the text alone */
+	doc = run_json(0, "read", s, "n.txt", "--offset", "3", NULL);
+	cr_assert_str_eq(jstr(doc, "content"), "beta\ngamma\n");
+	json_object_put(doc);
+}
+
+/* The code and message of a --json refusal (caller frees the message). */
+static char *refusal(const char *code, const char *arg, ...)
+	__attribute__((sentinel));
+static char *refusal(const char *code, const char *arg, ...)
+{
+	const char *args[MAX_TOOL_ARGS + 2];
+	size_t n = 0;
+	va_list ap;
+	it_result r;
+	json_object *doc;
+	char *msg;
+
+	va_start(ap, arg);
+	for (const char *a = arg; a; a = va_arg(ap, const char *))
+		args[n++] = a;
+	va_end(ap);
+	args[n++] = "--json";
+	args[n] = NULL;
+	r = it_hutch_v(NULL, args);
+	IT_ASSERT_EXIT(r, 2, args[0]);
+	doc = it_json(r.out, r.out_len);
+	cr_assert_str_eq(jstr(it_json_get(doc, "error"), "code"), code, "%s",
+			 r.out);
+	msg = strdup(jstr(it_json_get(doc, "error"), "message"));
+	json_object_put(doc);
+	it_result_free(&r);
+	return msg;
+}
+
+IT_TEST(fs, rm_file)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+	char *out;
+
+	sh(s, "echo x > f.txt && mkdir -p empty full/sub && echo a > full/a && "
+	      "echo b > full/sub/b && ln -s full/a link");
+
+	doc = run_json(0, "rm-file", s, "f.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "path"), "f.txt");
+	cr_assert_str_eq(jstr(doc, "type"), "file");
+	cr_assert_eq(jint(doc, "removed"), 1);
+	json_object_put(doc);
+	expect_refused("not_found", "rm-file", s, "f.txt", NULL);
+
+	r = run(0, "rm-file", s, "empty", NULL);
+	cr_assert_str_eq(r.out, "empty: directory deleted (1 entry)\n");
+	it_result_free(&r);
+
+	/* a symlink goes, not what it points to */
+	doc = run_json(0, "rm-file", s, "link", NULL);
+	cr_assert_str_eq(jstr(doc, "type"), "symlink");
+	json_object_put(doc);
+
+	/* not empty: refused, said in the CLI's words, nothing removed */
+	out = refusal("conflict", "rm-file", s, "full", NULL);
+	cr_assert(strstr(out, "rm-file: 'full' is a directory that is not "
+			      "empty; with --recursive") == out,
+		  "%s", out);
+	free(out);
+	doc = run_json(0, "rm-file", s, "-r", "full", NULL);
+	cr_assert_eq(jint(doc, "removed"), 4);
+	json_object_put(doc);
+	out = sh_out(s, "ls -A");
+	cr_assert_str_eq(out, "", "left: %s", out);
+	free(out);
+	expect_refused("invalid", "rm-file", s, "-r", ".", NULL);
+	expect_refused("invalid", "rm-file", s, "--recursive", "/workspace",
+		       NULL);
+}
+
+IT_TEST(fs, mv_file)
+{
+	const char *s = it_session();
+	json_object *doc;
+	it_result r;
+	char *out;
+
+	sh(s,
+	   "echo A > a.txt && echo B > b.txt && mkdir -p d/e && echo x > d/e/x");
+
+	/* across directories, making the missing ones */
+	doc = run_json(0, "mv-file", s, "a.txt", "new/dir/a.txt", NULL);
+	cr_assert_str_eq(jstr(doc, "path"), "new/dir/a.txt");
+	cr_assert_str_eq(jstr(doc, "from"), "a.txt");
+	cr_assert_eq(jbool(doc, "replaced"), 0);
+	json_object_put(doc);
+
+	/* an existing destination is kept without --overwrite */
+	out = refusal("conflict", "mv-file", s, "b.txt", "new/dir/a.txt", NULL);
+	cr_assert(strstr(out, "mv-file: 'new/dir/a.txt' exists; with "
+			      "--overwrite it is replaced") == out,
+		  "%s", out);
+	free(out);
+	out = sh_out(s, "cat new/dir/a.txt b.txt");
+	cr_assert_str_eq(out, "A\nB\n");
+	free(out);
+	r = run(0, "mv-file", s, "b.txt", "new/dir/a.txt", "--overwrite", NULL);
+	cr_assert_str_eq(r.out, "b.txt -> new/dir/a.txt (replaced what was "
+				"there)\n");
+	it_result_free(&r);
+	out = sh_out(s, "cat new/dir/a.txt; test -e b.txt || echo gone");
+	cr_assert_str_eq(out, "B\ngone\n");
+	free(out);
+
+	/* a directory moves whole, not into itself */
+	doc = run_json(0, "mv-file", s, "d", "new/d2", NULL);
+	cr_assert_str_eq(jstr(doc, "type"), "dir");
+	json_object_put(doc);
+	expect_refused("invalid", "mv-file", s, "new", "new/d2/inner", NULL);
+	out = sh_out(s, "cat new/d2/e/x");
+	cr_assert_str_eq(out, "x\n");
+	free(out);
+
+	/* Commands may rename and link across directories too (their
+	 * Landlock domain once refused it with EXDEV). */
+	sh(s, "mkdir p q && echo l > p/f && ln p/f q/hard && mv p/f q/f");
+	out = sh_out(s, "cat q/hard q/f; ls p");
+	cr_assert_str_eq(out, "l\nl\n");
+	free(out);
+}

@@ -65,6 +65,8 @@ const TOOLS = {
 	grep: ['pattern'],
 	find: ['pattern'],
 	list_dir: [],
+	delete_file: ['path'],
+	move_file: ['from', 'to'],
 	processes: [],
 	process_output: ['id'],
 	process_kill: ['id'],
@@ -102,7 +104,7 @@ test('initialize is answered without touching the engine', async () => {
 	assert.ok(Date.now() - t0 < 5000, 'initialize took too long');
 });
 
-test('tools/list gives the ten tools with strict schemas', async () => {
+test('tools/list gives the twelve tools with strict schemas', async () => {
 	const { tools } = await client.listTools();
 	assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(TOOLS).sort());
 	for (const t of tools) {
@@ -160,7 +162,7 @@ test('errors name the MCP tool and its parameters', async () => {
 	await call('write_file', { path: 'twice.txt', content: 'x\nx\n' });
 	const r = await client.callTool({ name: 'edit_file', arguments: { path: 'twice.txt', old_text: 'x', new_text: 'y' } });
 	assert.equal(r.isError, true);
-	assert.match(text(r), /^edit_file: the old text occurs 2 times/);
+	assert.match(text(r), /^edit_file: old_text occurs 2 times in 'twice.txt' \(lines 1, 2; exact match\)/);
 	assert.match(text(r), /replace_all/);
 	assert.doesNotMatch(text(r), /--all/);
 	const n = await client.callTool({ name: 'read_file', arguments: { path: 'no-such-file' } });
@@ -250,13 +252,18 @@ test('file tools: write, read, edit, grep, find, list_dir', async () => {
 	assert.equal(r.structuredContent.bytes, 32);
 	assert.equal(r.structuredContent.path, 'src/hello.py');
 
+	// Numbered as cat -n by default, the file's own numbers in a range.
 	r = await call('read_file', { path: 'src/hello.py' });
-	assert.equal(r.structuredContent.content, 'def greet():\n    return "hello"\n');
+	assert.equal(r.structuredContent.content, '     1\tdef greet():\n     2\t    return "hello"\n');
+	assert.equal(r.structuredContent.line_numbers, true);
 	assert.equal(r.structuredContent.total_lines, 2);
-	assert.equal(text(r), 'def greet():\n    return "hello"\n');
+	assert.equal(text(r), '     1\tdef greet():\n     2\t    return "hello"\n');
 
 	r = await call('read_file', { path: '/workspace/src/hello.py', offset: 2, limit: 1 });
+	assert.equal(r.structuredContent.content, '     2\t    return "hello"\n');
+	r = await call('read_file', { path: 'src/hello.py', offset: 2, line_numbers: false });
 	assert.equal(r.structuredContent.content, '    return "hello"\n');
+	assert.equal(text(r), '    return "hello"\n');
 
 	r = await call('edit_file', { path: 'src/hello.py', old_text: 'return "hello"', new_text: 'return "hi"' });
 	assert.equal(r.structuredContent.replacements, 1);
@@ -281,6 +288,33 @@ test('file tools: write, read, edit, grep, find, list_dir', async () => {
 	assert.deepEqual(r.structuredContent.entries.map((e) => [e.name, e.type]), [['hello.py', 'file']]);
 	r = await call('list_dir', {});
 	assert.ok(r.structuredContent.entries.some((e) => e.name === 'src' && e.type === 'dir'));
+});
+
+test('file tools: move_file and delete_file', async () => {
+	await call('write_file', { path: 'tmp/a.txt', content: 'A\n' });
+	await call('write_file', { path: 'tmp/b.txt', content: 'B\n' });
+	let r = await call('move_file', { from: 'tmp/a.txt', to: 'tmp/moved/a.txt' });
+	assert.deepEqual(r.structuredContent, { path: 'tmp/moved/a.txt', from: 'tmp/a.txt', type: 'file', replaced: false });
+
+	// Errors speak the MCP tools' words, not the CLI's.
+	r = await client.callTool({ name: 'move_file', arguments: { from: 'tmp/b.txt', to: 'tmp/moved/a.txt' } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^move_file: 'tmp\/moved\/a.txt' exists; with overwrite: true/);
+	r = await call('move_file', { from: 'tmp/b.txt', to: 'tmp/moved/a.txt', overwrite: true });
+	assert.equal(r.structuredContent.replaced, true);
+
+	r = await client.callTool({ name: 'delete_file', arguments: { path: 'tmp' } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^delete_file: 'tmp' is a directory that is not empty; with recursive: true/);
+	assert.doesNotMatch(text(r), /--recursive/);
+	r = await call('delete_file', { path: 'tmp', recursive: true });
+	assert.equal(r.structuredContent.removed, 3);
+	r = await client.callTool({ name: 'delete_file', arguments: { path: '../etc/passwd' } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /inside \/workspace/);
+	r = await client.callTool({ name: 'edit_file', arguments: { path: 'src/hello.py', old_text: 'x', new_text: 'x' } });
+	assert.equal(r.isError, true);
+	assert.match(text(r), /^edit_file: old_text and new_text are the same/);
 });
 
 test('failing calls are tool errors that say how to recover', async () => {

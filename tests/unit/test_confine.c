@@ -331,3 +331,80 @@ Test(confine, other_file_swapped_in_is_detected_and_retried)
 	cr_expect_eq(fsp_open(&root, "sub/f", O_RDONLY, &res, &fd), FSP_ESCAPE);
 	cr_expect_eq(swaps, FSP_RETRIES);
 }
+
+/* fsp_resolve_entry(): the code, and on success the entry's rel, whether
+ * it exists, and whether it is a symlink. */
+static int entry(const char *path, unsigned int flags, const char *want_rel,
+		 int want_exists, int want_link)
+{
+	struct fsp_entry e;
+	int rc = fsp_resolve_entry(&root, path, flags, &e);
+
+	if (rc == 0) {
+		cr_expect_geq(e.dir, 0, "path '%s'", path);
+		if (want_rel)
+			cr_expect_str_eq(e.rel, want_rel, "path '%s'", path);
+		cr_expect_eq(e.exists, want_exists, "path '%s'", path);
+		if (e.exists)
+			cr_expect_eq(S_ISLNK(e.st.st_mode) != 0, want_link,
+				     "path '%s'", path);
+		fsp_entry_close(&e);
+	} else {
+		cr_expect_eq(e.dir, -1, "path '%s' failed but holds an fd",
+			     path);
+	}
+	return rc;
+}
+
+Test(confine, entries_are_names_never_followed)
+{
+	char abs[PATH_MAX * 2];
+
+	link_in(outside, "out");
+	link_in("../outside/secret", "secret_link");
+	link_in("sub", "subl");
+	/* the last component is the entry itself, even a link out */
+	cr_expect_eq(entry("out", 0, "out", 1, 1), 0);
+	cr_expect_eq(entry("secret_link", 0, "secret_link", 1, 1), 0);
+	cr_expect_eq(entry("subl", 0, "subl", 1, 1), 0);
+	cr_expect_eq(entry("subl/", 0, "subl", 1, 1), 0);
+	/* directories on the way are followed, inside only */
+	cr_expect_eq(entry("subl/f", 0, "sub/f", 1, 0), 0);
+	cr_expect_eq(entry("sub/../top", 0, "top", 1, 0), 0);
+	cr_expect_eq(entry("sub/nothere", 0, "sub/nothere", 0, 0), 0);
+	cr_expect_eq(entry("out/secret", 0, NULL, 0, 0), FSP_ESCAPE);
+	cr_expect_eq(entry("../outside/secret", 0, NULL, 0, 0), FSP_ESCAPE);
+	cr_expect_eq(entry("..", 0, NULL, 0, 0), FSP_ESCAPE);
+	cr_expect_eq(entry("/etc/passwd", 0, NULL, 0, 0), FSP_ESCAPE);
+	cr_expect_eq(entry("top/x", 0, NULL, 0, 0), -ENOTDIR);
+	cr_expect_eq(entry("nope/x", 0, NULL, 0, 0), -ENOENT);
+	/* the root itself has no name to act on */
+	cr_expect_eq(entry("", 0, NULL, 0, 0), FSP_ROOT);
+	cr_expect_eq(entry(".", 0, NULL, 0, 0), FSP_ROOT);
+	cr_expect_eq(entry("sub/..", 0, NULL, 0, 0), FSP_ROOT);
+	cr_expect_eq(entry(root_path, 0, NULL, 0, 0), FSP_ROOT);
+	snprintf(abs, sizeof(abs), "%s/", root_path);
+	cr_expect_eq(entry(abs, 0, NULL, 0, 0), FSP_ROOT);
+	cr_expect_eq(entry("sub/.", 0, NULL, 0, 0), -EINVAL);
+	cr_expect_eq(entry("sub/sub/..", FSP_MKDIR, NULL, 0, 0), -ENOENT);
+	snprintf(abs, sizeof(abs), "%s/sub/f", root_path);
+	cr_expect_eq(entry(abs, 0, "sub/f", 1, 0), 0);
+	/* FSP_MKDIR makes the entry's directory too, never outside */
+	cr_expect_eq(entry("m1/m2/new", FSP_MKDIR, "m1/m2/new", 0, 0), 0);
+	cr_expect(exists_in(root_path, "m1/m2"));
+	cr_expect_not(exists_in(root_path, "m1/m2/new"));
+	cr_expect_eq(entry("out/m3/new", FSP_MKDIR, NULL, 0, 0), FSP_ESCAPE);
+	cr_expect_not(exists_in(outside, "m3"));
+}
+
+Test(confine, absolute_entries_are_relative_to_the_root)
+{
+	char abs[PATH_MAX * 2];
+
+	snprintf(abs, sizeof(abs), "%s/sub/..", root_path);
+	cr_expect_eq(entry(abs, 0, NULL, 0, 0), FSP_ROOT);
+	snprintf(abs, sizeof(abs), "%s//sub//f//", root_path);
+	cr_expect_eq(entry(abs, 0, "sub/f", 1, 0), 0);
+	snprintf(abs, sizeof(abs), "%s/../outside/secret", root_path);
+	cr_expect_eq(entry(abs, 0, NULL, 0, 0), FSP_ESCAPE);
+}

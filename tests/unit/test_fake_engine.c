@@ -1365,3 +1365,75 @@ Test(fake, channel_terminal_size_before_input)
 	cr_expect_str_eq(agent.input, "x");
 	cr_expect(!agent.stdin_end, "STDIN_END sent to a terminal");
 }
+
+/* ---- file tools: options versions and the caller's words --------------- */
+
+/* Every check here comes before any request: the engine is nowhere. */
+static void open_nowhere(void)
+{
+	hutch_error *e = NULL;
+
+	cr_assert_eq(hutch_engine_open(&engine,
+				       "unix:///nonexistent/hutch-fs.sock", &e),
+		     0, "open: %s", hutch_error_message(e));
+	cr_assert_eq(hutch_session_open(&session, engine, "s", NULL, &e), 0);
+}
+
+static int same_texts_edit(const hutch_fs_options *o)
+{
+	hutch_fs_result *r = NULL;
+	int rc;
+
+	hutch_error_free(err);
+	err = NULL;
+	rc = hutch_fs_edit(&r, session, "f.txt", "a", 1, "a", 1, o, &err);
+	cr_expect_null(r);
+	return rc;
+}
+
+Test(fake, fs_options_versions_and_words)
+{
+	static const hutch_fs_words mcp = { .tool = "edit_file",
+					    .old_text = "old_text",
+					    .new_text = "new_text",
+					    .to = "to" };
+	hutch_fs_options o = HUTCH_FS_OPTIONS_INIT;
+	hutch_fs_result *r = NULL;
+
+	open_nowhere();
+	/* The defaults are the CLI's words. */
+	cr_expect_eq(same_texts_edit(NULL), HUTCH_EINVALID);
+	cr_expect_str_eq(msg(), "edit: the old text and the new text are the "
+				"same");
+	/* The caller's words. */
+	o.words = &mcp;
+	cr_expect_eq(same_texts_edit(&o), HUTCH_EINVALID);
+	cr_expect_str_eq(msg(),
+			 "edit_file: old_text and new_text are the same");
+	/* A version-1 caller's struct ends before the version-2 members:
+	 * whatever lies there (here a pointer that would crash) is not read. */
+	o.version = 1;
+	o.words = (const hutch_fs_words *)(uintptr_t)1;
+	o.line_numbers = 1;
+	cr_expect_eq(same_texts_edit(&o), HUTCH_EINVALID);
+	cr_expect_str_eq(msg(), "edit: the old text and the new text are the "
+				"same");
+	o.version = 3;
+	cr_expect_eq(same_texts_edit(&o), HUTCH_EINVALID);
+	cr_expect(strstr(msg(), "version 3") != NULL, "%s", msg());
+	/* move names both paths in the caller's words. */
+	o.version = HUTCH_FS_OPTIONS_VERSION;
+	o.words = &mcp;
+	hutch_error_free(err);
+	err = NULL;
+	cr_expect_eq(hutch_fs_move(&r, session, "a", "", &o, &err),
+		     HUTCH_EINVALID);
+	cr_expect_str_eq(msg(), "edit_file: to is empty");
+	cr_expect_null(r);
+	hutch_error_free(err);
+	err = NULL;
+	cr_expect_eq(hutch_fs_delete(&r, session, NULL, NULL, &err),
+		     HUTCH_EINVALID);
+	cr_expect_str_eq(msg(), "delete: the path is missing");
+	cr_expect_null(r);
+}

@@ -324,6 +324,67 @@ Test(fstools, read_byte_cap_and_long_lines)
 	cr_expect_eq(num("total_lines"), 1);
 }
 
+/* --line-numbers: cat -n's prefix, the file's own numbers from --offset
+ * on, counted by --max-bytes like the text. */
+Test(fstools, read_numbered_lines)
+{
+	char line[32], *data = malloc(1000010 * 2 + 1);
+	size_t n = 0;
+
+	PUT("n.txt", "alpha\n\n\tgamma\r\nlast");
+	cr_assert_eq(run("read", "n.txt", "--line-numbers", NULL), 0);
+	cr_expect_str_eq(str("content"), "     1\talpha\n     2\t\n"
+					 "     3\t\tgamma\r\n     4\tlast");
+	cr_expect_eq(num("lines"), 4);
+	cr_expect_eq(num("total_lines"), 4);
+	cr_expect(flag("line_numbers"));
+	cr_expect(!flag("truncated"));
+	/* a range carries the file's numbers */
+	cr_assert_eq(run("read", "n.txt", "--line-numbers", "--offset", "2",
+			 "--limit", "2", NULL),
+		     0);
+	cr_expect_str_eq(str("content"), "     2\t\n     3\t\tgamma\r\n");
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 4);
+	/* the cap counts the prefix: 13 bytes hold line 1 (13), not 2 */
+	cr_assert_eq(run("read", "n.txt", "--line-numbers", "--max-bytes", "20",
+			 NULL),
+		     0);
+	cr_expect_str_eq(str("content"), "     1\talpha\n");
+	cr_expect_eq(num("lines"), 1);
+	cr_expect(flag("truncated"));
+	cr_expect_eq(num("next_offset"), 2);
+	/* a cap below one line cuts it, prefix first, and moves on */
+	cr_assert_eq(run("read", "n.txt", "--line-numbers", "--max-bytes", "9",
+			 NULL),
+		     0);
+	cr_expect_str_eq(str("content"), "     1\tal");
+	cr_expect_eq(num("next_offset"), 2);
+	/* without the option nothing changes */
+	cr_assert_eq(run("read", "n.txt", "--offset", "4", NULL), 0);
+	cr_expect_str_eq(str("content"), "last");
+	cr_expect_null(get("line_numbers"));
+	/* numbers wider than six columns widen the prefix, as cat -n's */
+	cr_assert_not_null(data);
+	for (int i = 1; i <= 1000001; i++)
+		n += (size_t)snprintf(data + n, 3, "%c\n", 'a' + i % 26);
+	put_file("many.txt", data, n);
+	free(data);
+	cr_assert_eq(run("read", "many.txt", "-n", NULL), 2); /* no -n */
+	cr_assert_eq(run("read", "many.txt", "--line-numbers", "--offset",
+			 "999999", NULL),
+		     0);
+	snprintf(line, sizeof(line), "999999\t%c\n1000000\t%c\n1000001\t%c\n",
+		 'a' + 999999 % 26, 'a' + 1000000 % 26, 'a' + 1000001 % 26);
+	cr_expect_str_eq(str("content"), line);
+	/* binary files stay refused, invalid UTF-8 stays repaired */
+	put_file("bin", "a\0b\n", 4);
+	EXPECT_ERROR(run("read", "bin", "--line-numbers", NULL), 1, "binary");
+	PUT("bad.txt", "\xff\n");
+	cr_assert_eq(run("read", "bad.txt", "--line-numbers", NULL), 0);
+	cr_expect_str_eq(str("content"), "     1\t\xef\xbf\xbd\n");
+}
+
 Test(fstools, read_streams_large_files)
 {
 	size_t n = 300000, i; /* 300k lines, 3 MB: past any buffer */
@@ -905,4 +966,136 @@ Test(fstools, usage_errors)
 	EXPECT_ERROR(run("ls", "--limit", "3", NULL), 2, "usage");
 	EXPECT_ERROR(run("read", NULL), 2, "usage");
 	EXPECT_ERROR(run("ls", "a", "b", NULL), 2, "usage");
+}
+
+/* --- delete and move ------------------------------------------------------ */
+
+static bool exists(const char *dir, const char *rel)
+{
+	char p[PATH_MAX * 2];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return lstat(p, &st) == 0;
+}
+
+Test(fstools, delete_files_links_and_directories)
+{
+	PUT("f.txt", "x\n");
+	mk("empty");
+	mk("full");
+	mk("full/sub");
+	PUT("full/sub/a", "a\n");
+	PUT("full/b", "b\n");
+	ln("../outside", "full/out"); /* a link out, inside the tree */
+	put_file("../outside/keep", "keep\n", 5);
+
+	cr_assert_eq(run("delete", "f.txt", NULL), 0);
+	cr_expect_str_eq(str("path"), "f.txt");
+	cr_expect_str_eq(str("type"), "file");
+	cr_expect_eq(num("removed"), 1);
+	cr_expect(!exists(root, "f.txt"));
+	EXPECT_ERROR(run("delete", "f.txt", NULL), 1, "not_found");
+
+	cr_assert_eq(run("delete", "empty/", NULL), 0);
+	cr_expect_str_eq(str("type"), "dir");
+	cr_expect(!exists(root, "empty"));
+
+	/* not empty: refused and untouched without --recursive */
+	EXPECT_ERROR(run("delete", "full", NULL), 1, "not_empty");
+	cr_expect(exists(root, "full/sub/a"));
+	/* with it, everything goes; the link is removed, not followed */
+	cr_assert_eq(run("delete", "--recursive", "full", NULL), 0);
+	cr_expect_eq(num("removed"), 5); /* full, sub, a, b, out */
+	cr_expect(!exists(root, "full"));
+	cr_expect(exists(outside, "keep"));
+	EXPECT_ERROR(run("delete", "--recursive", "f", "g", NULL), 2, "usage");
+	EXPECT_ERROR(run("read", "--recursive", "f", NULL), 2, "usage");
+}
+
+Test(fstools, delete_stays_inside)
+{
+	mk("d");
+	ln("../outside", "up");
+	ln("../outside/keep", "d/keeplink");
+	put_file("../outside/keep", "keep\n", 5);
+
+	/* the workspace itself, however it is spelt */
+	EXPECT_ERROR(run("delete", ".", NULL), 1, "invalid");
+	EXPECT_ERROR(run("delete", "--recursive", root, NULL), 1, "invalid");
+	EXPECT_ERROR(run("delete", "--recursive", "d/..", NULL), 1, "invalid");
+	EXPECT_ERROR(run("delete", "d/.", NULL), 1, "invalid");
+	/* escapes: "..", absolute, through a symlinked directory */
+	EXPECT_ERROR(run("delete", "../outside/keep", NULL), 1, "escape");
+	EXPECT_ERROR(run("delete", "..", NULL), 1, "escape");
+	EXPECT_ERROR(run("delete", "/etc/hostname", NULL), 1, "escape");
+	EXPECT_ERROR(run("delete", "--recursive", "up/keep", NULL), 1,
+		     "escape");
+	cr_expect(exists(outside, "keep"));
+	/* a symlink as the last component: the link goes, the target stays */
+	cr_assert_eq(run("delete", "up", NULL), 0);
+	cr_expect_str_eq(str("type"), "symlink");
+	cr_assert_eq(run("delete", "--recursive", "d/keeplink", NULL), 0);
+	cr_expect(!exists(root, "up") && !exists(root, "d/keeplink"));
+	cr_expect(exists(outside, "keep"));
+	cr_expect(exists(root, "d"));
+}
+
+Test(fstools, move_renames_without_following)
+{
+	size_t len;
+
+	PUT("a.txt", "A\n");
+	PUT("b.txt", "B\n");
+	mk("dir");
+	mk("full");
+	PUT("full/x", "x\n");
+	ln("../outside", "up");
+	ln("../outside/keep", "link");
+	put_file("../outside/keep", "keep\n", 5);
+
+	/* into a directory that is not there yet */
+	cr_assert_eq(run("move", "a.txt", "new/sub/a.txt", NULL), 0);
+	cr_expect_str_eq(str("path"), "new/sub/a.txt");
+	cr_expect_str_eq(str("from"), "a.txt");
+	cr_expect_str_eq(str("type"), "file");
+	cr_expect(!flag("replaced"));
+	cr_expect_str_eq(slurp(root, "new/sub/a.txt", &len), "A\n");
+	cr_expect(!exists(root, "a.txt"));
+	/* an existing destination is kept unless --overwrite */
+	EXPECT_ERROR(run("move", "b.txt", "new/sub/a.txt", NULL), 1, "exists");
+	cr_expect_str_eq(slurp(root, "new/sub/a.txt", &len), "A\n");
+	cr_assert_eq(run("move", "--overwrite", "b.txt", "new/sub/a.txt", NULL),
+		     0);
+	cr_expect(flag("replaced"));
+	cr_expect_str_eq(slurp(root, "new/sub/a.txt", &len), "B\n");
+	/* directories: renamed whole; never over a non-empty one */
+	cr_assert_eq(run("move", "dir", "new/dir2", NULL), 0);
+	cr_expect_str_eq(str("type"), "dir");
+	EXPECT_ERROR(run("move", "--overwrite", "new/dir2", "full", NULL), 1,
+		     "not_empty");
+	EXPECT_ERROR(run("move", "new", "new/sub/inner", NULL), 1, "invalid");
+	/* a symlink moves as a link; one at TO is replaced, not written
+	 * through */
+	cr_assert_eq(run("move", "link", "link2", NULL), 0);
+	cr_expect_str_eq(str("type"), "symlink");
+	cr_assert_eq(run("move", "--overwrite", "new/sub/a.txt", "link2", NULL),
+		     0);
+	cr_expect_str_eq(slurp(root, "link2", &len), "B\n");
+	cr_expect_str_eq(slurp(outside, "keep", &len), "keep\n");
+	/* escapes, either side, and the root */
+	EXPECT_ERROR(run("move", "new", "../outside/new", NULL), 1, "escape");
+	EXPECT_ERROR(run("move", "new", "up/new", NULL), 1, "escape");
+	EXPECT_ERROR(run("move", "--overwrite", "link2", "up/keep", NULL), 1,
+		     "escape");
+	EXPECT_ERROR(run("move", "up/keep", "stolen", NULL), 1, "escape");
+	EXPECT_ERROR(run("move", "/etc/hostname", "h", NULL), 1, "escape");
+	EXPECT_ERROR(run("move", ".", "elsewhere", NULL), 1, "invalid");
+	EXPECT_ERROR(run("move", "--overwrite", "new", ".", NULL), 1,
+		     "invalid");
+	cr_expect(!exists(outside, "new") && !exists(root, "stolen"));
+	cr_expect_str_eq(slurp(outside, "keep", &len), "keep\n");
+	EXPECT_ERROR(run("move", "new", NULL), 2, "usage");
+	EXPECT_ERROR(run("move", "--overwrite", "new", "x", "y", NULL), 2,
+		     "usage");
 }

@@ -395,20 +395,20 @@ static json_object *list_tools(int64_t id)
 	return tools;
 }
 
-Test(mcp, tools_list_has_the_ten_tools)
+Test(mcp, tools_list_has_the_twelve_tools)
 {
-	static const char *const names[] = { "exec",	       "read_file",
-					     "write_file",     "edit_file",
-					     "grep",	       "find",
-					     "list_dir",       "processes",
-					     "process_output", "process_kill" };
+	static const char *const names[] = {
+		"exec",	     "read_file", "write_file",	    "edit_file",
+		"grep",	     "find",	  "list_dir",	    "delete_file",
+		"move_file", "processes", "process_output", "process_kill"
+	};
 	json_object *tools;
 
 	start();
 	initialize("2025-06-18");
 	tools = list_tools(1);
-	cr_assert_eq(json_object_array_length(tools), 10);
-	for (size_t i = 0; i < 10; i++) {
+	cr_assert_eq(json_object_array_length(tools), 12);
+	for (size_t i = 0; i < 12; i++) {
 		json_object *t = json_object_array_get_idx(tools, i);
 
 		cr_expect_str_eq(get_str(t, "name"), names[i]);
@@ -430,19 +430,31 @@ Test(mcp, tools_list_has_the_ten_tools)
 	cr_expect(!json_object_get_boolean(
 		get(json_object_array_get_idx(tools, 0),
 		    "annotations.readOnlyHint")));
+	/* Deleting and moving files change the workspace, and may lose
+	 * what was there. */
+	for (size_t i = 7; i <= 8; i++) {
+		cr_expect(!json_object_get_boolean(
+				  get(json_object_array_get_idx(tools, i),
+				      "annotations.readOnlyHint")),
+			  "%s", names[i]);
+		cr_expect(json_object_get_boolean(
+				  get(json_object_array_get_idx(tools, i),
+				      "annotations.destructiveHint")),
+			  "%s", names[i]);
+	}
 	/* Listing and reading processes change nothing; a kill does. */
 	cr_expect(
-		json_object_get_boolean(get(json_object_array_get_idx(tools, 7),
-					    "annotations.readOnlyHint")));
-	cr_expect(
-		json_object_get_boolean(get(json_object_array_get_idx(tools, 8),
-					    "annotations.readOnlyHint")));
-	cr_expect(!json_object_get_boolean(
-		get(json_object_array_get_idx(tools, 9),
-		    "annotations.readOnlyHint")));
-	cr_expect(
 		json_object_get_boolean(get(json_object_array_get_idx(tools, 9),
-					    "annotations.destructiveHint")));
+					    "annotations.readOnlyHint")));
+	cr_expect(json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 10),
+		    "annotations.readOnlyHint")));
+	cr_expect(!json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 11),
+		    "annotations.readOnlyHint")));
+	cr_expect(json_object_get_boolean(
+		get(json_object_array_get_idx(tools, 11),
+		    "annotations.destructiveHint")));
 	json_object_put(tools);
 }
 
@@ -495,6 +507,12 @@ Test(mcp, background_schemas)
 		  "'signal' must be a string" },
 		{ "processes", "{\"all\":true}",
 		  "unknown argument 'all'; the arguments are" },
+		{ "move_file", "{\"from\":\"a\"}",
+		  "missing required argument 'to'" },
+		{ "delete_file", "{\"path\":\"a\",\"recursive\":\"yes\"}",
+		  "'recursive' must be true or false" },
+		{ "read_file", "{\"path\":\"a\",\"line_numbers\":1}",
+		  "'line_numbers' must be true or false" },
 	};
 	json_object *tools, *schema = NULL, *doc;
 	char msg[300];
@@ -538,8 +556,8 @@ Test(mcp, tools_list_for_an_old_client_has_no_new_fields)
 	start();
 	initialize("2024-11-05");
 	tools = list_tools(1);
-	cr_assert_eq(json_object_array_length(tools), 10);
-	for (size_t i = 0; i < 10; i++) {
+	cr_assert_eq(json_object_array_length(tools), 12);
+	for (size_t i = 0; i < 12; i++) {
 		json_object *t = json_object_array_get_idx(tools, i);
 
 		cr_expect_null(get(t, "outputSchema"));
@@ -1053,6 +1071,12 @@ Test(wire, tool_schemas_accept_good_arguments)
 		{ "exec", "{\"command\":\"id\",\"user\":\"sandbox\"}" },
 		{ "read_file",
 		  "{\"path\":\"a.c\",\"offset\":10,\"limit\":20}" },
+		{ "read_file", "{\"path\":\"a.c\",\"line_numbers\":false}" },
+		{ "delete_file", "{\"path\":\"build\",\"recursive\":true}" },
+		{ "delete_file", "{\"path\":\"a.c\"}" },
+		{ "move_file", "{\"from\":\"a.c\",\"to\":\"src/a.c\"}" },
+		{ "move_file",
+		  "{\"from\":\"a.c\",\"to\":\"b.c\",\"overwrite\":true}" },
 		{ "write_file", "{\"path\":\"a.c\",\"content\":\"\"}" },
 		{ "edit_file",
 		  "{\"path\":\"a.c\",\"old_text\":\"a\",\"new_text\":\"\",\"replace_all\":true}" },
@@ -1074,7 +1098,7 @@ Test(wire, tool_schemas_accept_good_arguments)
 	char msg[300];
 
 	cr_assert_eq(mcp_tools_init(), 0);
-	cr_assert_eq(mcp_tool_count(), 10);
+	cr_assert_eq(mcp_tool_count(), 12);
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		const mcp_tool *t = mcp_tool_find(good[i].tool);
 		json_object *v = json_tokener_parse(good[i].args);
@@ -1123,10 +1147,57 @@ static int is(const struct fake_request *r, const char *method,
 	       strncmp(r->path, prefix, strlen(prefix)) == 0;
 }
 
+/*
+ * The agent's answers to file tools the fake engine plays: an exec whose
+ * command line holds `match` (a tool and a path) gets exec id `id`, whose
+ * output is `answer`.  They are the agent's refusals, in its own words,
+ * which the server must turn into its tools' words.
+ */
+static const struct {
+	const char *match, *id, *answer;
+} fs_answers[] = {
+	{ "\"delete\",\"--\",\"full\"", "fade01",
+	  "{\"error\":{\"code\":\"not_empty\",\"message\":"
+	  "\"'full' is a directory that is not empty\"}}\n" },
+	{ "\"move\",\"--\",\"a.txt\",\"b.txt\"", "fade02",
+	  "{\"error\":{\"code\":\"exists\",\"message\":\"'b.txt' exists\"}}\n" },
+	{ "\"amb.txt\"", "fade03",
+	  "{\"error\":{\"code\":\"ambiguous\",\"message\":\"the old text "
+	  "occurs 2 times in 'amb.txt' (exact match); add context so that it "
+	  "occurs once\",\"lines\":[1,3],\"count\":2,\"match\":\"exact\"}}\n" },
+	{ "\"nomatch.txt\"", "fade04",
+	  "{\"error\":{\"code\":\"no_match\",\"message\":\"the old text was "
+	  "not found in 'nomatch.txt'\"}}\n" },
+};
+
 static fake_action engine_handler(struct fake_conn *c,
 				  const struct fake_request *r, void *p)
 {
 	(void)p;
+	for (size_t i = 0; i < sizeof(fs_answers) / sizeof(*fs_answers); i++) {
+		char start[64];
+
+		if (is(r, "POST", "/v1.41/containers/hutch-mcp-unit/exec") &&
+		    strstr(r->body, fs_answers[i].match)) {
+			char id[64];
+
+			snprintf(id, sizeof(id), "{\"Id\":\"%s\"}",
+				 fs_answers[i].id);
+			fake_send_json(c, 201, id);
+			return FAKE_KEEP;
+		}
+		snprintf(start, sizeof(start), "/v1.41/exec/%s/start",
+			 fs_answers[i].id);
+		if (is(r, "POST", start)) {
+			fake_sendf(
+				c,
+				"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+				"Api-Version: 1.41\r\n\r\n");
+			fake_send_frame(c, 1, fs_answers[i].answer,
+					strlen(fs_answers[i].answer));
+			return FAKE_CLOSE;
+		}
+	}
 	if (is(r, "POST", "/v1.41/containers/hutch-mcp-unit/exec")) {
 		fake_send_json(c, 201,
 			       strstr(r->body, "LONG") ? "{\"Id\":\"abc123\"}" :
@@ -1457,4 +1528,66 @@ Test(mcp, the_wake_fd_stops_the_server)
 	close(H.out_r);
 	close(w[0]);
 	close(w[1]);
+}
+
+/*
+ * Errors speak the caller's language: a file tool's error names the MCP
+ * tool and its parameters (edit_file, old_text, replace_all, recursive,
+ * overwrite), never the CLI's command or options (edit:, --all,
+ * --recursive, --overwrite), whether the library refused the call or the
+ * agent did.
+ */
+Test(mcp, file_tool_errors_name_the_tools_and_parameters)
+{
+	static const struct {
+		const char *tool, *args, *want;
+	} calls[] = {
+		/* refused by the library, before any request */
+		{ "edit_file",
+		  "{\"path\":\"x.txt\",\"old_text\":\"a\",\"new_text\":\"a\"}",
+		  "edit_file: old_text and new_text are the same" },
+		/* refused by the agent, said in the server's words */
+		{ "delete_file", "{\"path\":\"full\"}",
+		  "delete_file: 'full' is a directory that is not empty; with "
+		  "recursive: true it is deleted with everything in it" },
+		{ "move_file", "{\"from\":\"a.txt\",\"to\":\"b.txt\"}",
+		  "move_file: 'b.txt' exists; with overwrite: true it is "
+		  "replaced" },
+		{ "edit_file",
+		  "{\"path\":\"amb.txt\",\"old_text\":\"x\",\"new_text\":\"y\"}",
+		  "edit_file: old_text occurs 2 times in 'amb.txt' (lines 1, "
+		  "3; exact match): add lines around it so that it occurs "
+		  "once, or with replace_all: true every occurrence is "
+		  "replaced" },
+		{ "edit_file",
+		  "{\"path\":\"nomatch.txt\",\"old_text\":\"x\",\"new_text\":\"y\"}",
+		  "edit_file: old_text was not found in 'nomatch.txt'" },
+	};
+	static const char *const cli_words[] = { "--all", "--recursive",
+						 "--overwrite",
+						 "edit:", "the old text" };
+
+	start_fake(0);
+	initialize("2025-06-18");
+	for (size_t i = 0; i < sizeof(calls) / sizeof(*calls); i++) {
+		json_object *m;
+		const char *text;
+
+		call_tool((int64_t)i + 1, calls[i].tool, calls[i].args);
+		m = reply_to((int64_t)i + 1);
+		text = result_text(m);
+		cr_expect(json_object_get_boolean(get(m, "result.isError")),
+			  "%s %s: %s", calls[i].tool, calls[i].args,
+			  json_object_to_json_string(m));
+		cr_expect(strncmp(text, calls[i].want, strlen(calls[i].want)) ==
+				  0,
+			  "%s %s:\n got: %s\nwant: %s", calls[i].tool,
+			  calls[i].args, text, calls[i].want);
+		for (size_t k = 0; k < sizeof(cli_words) / sizeof(*cli_words);
+		     k++)
+			cr_expect(strstr(text, cli_words[k]) == NULL,
+				  "%s names the CLI's '%s': %s", calls[i].tool,
+				  cli_words[k], text);
+		json_object_put(m);
+	}
 }
