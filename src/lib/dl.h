@@ -99,6 +99,7 @@ int hutch__dl_curl(hutch_error **err);
 	X(archive_write_open_memory)             \
 	X(archive_write_set_bytes_in_last_block) \
 	X(archive_write_set_bytes_per_block)     \
+	X(archive_write_set_format_option)       \
 	X(archive_write_set_format_pax_restricted)
 
 /* The libcurl functions hutch calls. */
@@ -236,6 +237,8 @@ int hutch__dl_curl(hutch_error **err);
 	(*hutch__dl_archive_syms.sym_archive_write_set_bytes_in_last_block)
 #define archive_write_set_bytes_per_block \
 	(*hutch__dl_archive_syms.sym_archive_write_set_bytes_per_block)
+#define archive_write_set_format_option \
+	(*hutch__dl_archive_syms.sym_archive_write_set_format_option)
 #define archive_write_set_format_pax_restricted \
 	(*hutch__dl_archive_syms.sym_archive_write_set_format_pax_restricted)
 

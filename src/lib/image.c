@@ -503,8 +503,14 @@ static void *worker(void *p)
 		rc = hutch__error_oom(&job->err);
 		goto out;
 	}
-	/* pax only where ustar cannot say it (long names, big files). */
+	/* pax only where ustar cannot say it (long names, big files).
+	 * Names go as the bytes they are: libarchive would otherwise
+	 * translate them to UTF-8 from the locale, which is "C" unless the
+	 * program set one (a library must not), and refuse every name that
+	 * is not ASCII. */
 	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(w.a, "pax", "hdrcharset",
+					    "BINARY") != ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(w.a, HUTCH_SYNC_BLOCK) !=
 		    ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||

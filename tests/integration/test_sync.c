@@ -345,6 +345,56 @@ IT_TEST(sync, round_trip_volume)
 }
 
 /* 2. what the container puts in its workspace cannot reach outside HOSTDIR */
+/* Names are bytes both ways: UTF-8, and bytes that are not UTF-8 at all
+ * (a Latin-1 name), in a directory and a symlink's target too.  Before,
+ * libarchive refused every name that was not ASCII (the library runs in
+ * the "C" locale) and sync-in failed on the first. */
+IT_TEST(sync, names_that_are_not_ascii)
+{
+	static const char utf8[] = "caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac.txt";
+	static const char latin1[] = "na\xefve.txt";
+	static const char dir[] = "r\xc3\xa9pertoire";
+	const char *s = it_session();
+	char src[256], out[256], sub[PATH_MAX], p[PATH_MAX];
+	it_result r;
+
+	tmpdir(src, sizeof(src), "u8src");
+	tmpdir(out, sizeof(out), "u8out");
+	put(src, utf8, "one\n", 0644);
+	put(src, latin1, "two\n", 0644);
+	mkd(src, dir, 0755);
+	snprintf(sub, sizeof(sub), "%s/%s", src, dir);
+	put(sub, utf8, "three\n", 0644);
+	lnk(src, "to-utf8", utf8);
+
+	r = it_hutch("sync-in", s, src, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in of names that are not ASCII");
+	it_result_free(&r);
+	/* Inside, by name (the Latin-1 one by a pattern: hutch passes only
+	 * UTF-8 in a command line). */
+	snprintf(p, sizeof(p),
+		 "cat '%s' na?ve.txt '%s/%s' && ls | grep -c '^na.ve.txt$' "
+		 "&& readlink to-utf8 | od -An -tx1 | tr -d ' \\n' && echo",
+		 utf8, dir, utf8);
+	r = it_hutch("exec", s, "--", "sh", "-c", p, NULL);
+	expect_out(&r,
+		   "one\ntwo\nthree\n1\n"
+		   /* caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac.txt\n */
+		   "636166c3a92de697a5e69cac2e7478740a\n",
+		   "the files inside");
+
+	r = it_hutch("sync-out", s, out, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-out of names that are not ASCII");
+	it_result_free(&r);
+	expect_same_file(src, out, utf8);
+	expect_same_file(src, out, latin1);
+	snprintf(p, sizeof(p), "%s/%s", dir, utf8);
+	expect_same_file(src, out, p);
+	expect_link(out, "to-utf8", utf8);
+	rm_rf(src);
+	rm_rf(out);
+}
+
 IT_TEST(sync, hostile_workspace_stays_in_hostdir)
 {
 	const char *s = it_session();
