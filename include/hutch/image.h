@@ -5,8 +5,9 @@
  * tool such as debootstrap made, or a tar of one) into an image of the
  * engine, through its REST API (POST /images/create?fromSrc=-), as
  * `docker import` does.  The tar is made while it travels, so memory stays
- * the same whatever the size of the tree (but for one small record per
- * hard-linked file, to link its later names to the first).
+ * bounded whatever the size of the tree: the first names of up to 65536
+ * hard-linked files (16 MiB of names at most) are kept to link their later
+ * names to; past that, a further hard-linked file is stored as a copy.
  *
  * A directory is stored as it is: symlinks as symlinks, never followed
  * (one pointing at /etc/shadow stays a link to /etc/shadow of the image);

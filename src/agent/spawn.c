@@ -93,10 +93,12 @@ int agent_enter_workdir(const char *dir)
  *
  * A command of another user may have put something at that name first,
  * to read what this user keeps in its home: what is there is used only
- * when it is a directory (lstat: not a symlink) of this user's.  Once it
- * is, the directory's sticky bit keeps other users from renaming or
- * removing it (they would need to own it or the directory), so the name
- * stays this user's after the check.
+ * when it is a directory (lstat: not a symlink) of this user's that no
+ * one else may write (a directory of this user's left writable to others
+ * could have been moved there by another user, with files of its own in
+ * it).  Once it is, the directory's sticky bit keeps other users from
+ * renaming or removing it (they would need to own it or the directory),
+ * so the name stays this user's after the check.
  */
 void agent_give_home(void)
 {
@@ -111,7 +113,7 @@ void agent_give_home(void)
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != getuid())
+	    st.st_uid != getuid() || (st.st_mode & 022))
 		return;
 	setenv("HOME", dir, 1);
 }

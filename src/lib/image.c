@@ -34,8 +34,14 @@
 /* Deepest directory nesting walked; each level holds one open fd. */
 #define MAX_DEPTH 256
 /* Hard-linked files remembered (their first name each) to link the
- * later names to: the one part of the walk that grows with the tree. */
-#define MAX_HARDLINKS (1u << 20)
+ * later names to: the one part of the walk that grows with the tree, so
+ * it is bounded in entries and in the bytes of the names kept.  A tree
+ * with more (a sandbox can make a million hard links of long names in a
+ * directory that is then imported) has its further ones stored as copies:
+ * the same content, one more file each.  A power of two: the table is
+ * twice this size, open addressing. */
+#define MAX_HARDLINKS (1u << 16)
+#define MAX_HARDLINK_NAMES (16u << 20)
 /* Instructions (ENV, WORKDIR, USER) sent with the import. */
 #define MAX_CHANGES 1024
 /* How often the progress callback may run. */
@@ -192,8 +198,8 @@ struct walk {
 	char path[PATH_MAX];
 	char *buf; /* file data, HUTCH_SYNC_BLOCK */
 	int reader_gone;
-	struct hardlink *links;
-	size_t nlinks, alloc;
+	struct hardlink *links; /* 2 * MAX_HARDLINKS slots, or NULL */
+	size_t nlinks, names;	/* entries, bytes of their names */
 };
 
 static la_ssize_t on_write(struct archive *a, void *p, const void *data,
@@ -248,45 +254,52 @@ static int write_header(struct walk *w)
 	return 0;
 }
 
+/* The slot of (dev, ino): its entry, or the empty one where it goes.
+ * Never full: at most MAX_HARDLINKS entries in twice as many slots. */
+static struct hardlink *link_slot(struct walk *w, const struct stat *st)
+{
+	size_t mask = 2 * MAX_HARDLINKS - 1;
+	size_t i = ((size_t)st->st_ino * 0x9e3779b97f4a7c15ull ^
+		    (size_t)st->st_dev) &
+		   mask;
+
+	while (w->links[i].path &&
+	       (w->links[i].dev != st->st_dev || w->links[i].ino != st->st_ino))
+		i = (i + 1) & mask;
+	return &w->links[i];
+}
+
 /*
  * A second name of a file already written: a hard link to the first.
  * Returns 1 when it was one (written), 0 when the file is new (now
- * remembered), or an error.
+ * remembered, unless the bounds above are reached), or an error.
  */
 static int as_hardlink(struct walk *w, const struct stat *st)
 {
 	struct hardlink *l;
+	size_t len;
 
 	if (st->st_nlink < 2)
 		return 0;
-	for (size_t i = 0; i < w->nlinks; i++) {
-		l = &w->links[i];
-		if (l->dev != st->st_dev || l->ino != st->st_ino)
-			continue;
+	if (!w->links &&
+	    !(w->links = calloc(2 * MAX_HARDLINKS, sizeof(*w->links))))
+		return hutch__error_oom(&w->job->err);
+	l = link_slot(w, st);
+	if (l->path) {
 		header_common(w, st, AE_IFREG);
 		archive_entry_set_size(w->entry, 0);
 		archive_entry_set_hardlink(w->entry, l->path);
 		return write_header(w) ?: 1;
 	}
-	if (w->nlinks == MAX_HARDLINKS)
-		return hutch__error_set(&w->job->err, HUTCH_ETOOBIG,
-					"more than %u hard-linked files",
-					MAX_HARDLINKS);
-	if (w->nlinks == w->alloc) {
-		size_t n = w->alloc ? w->alloc * 2 : 64;
-		void *p = realloc(w->links, n * sizeof(*w->links));
-
-		if (!p)
-			return hutch__error_oom(&w->job->err);
-		w->links = p;
-		w->alloc = n;
-	}
-	l = &w->links[w->nlinks];
+	len = strlen(w->path) + 1;
+	if (w->nlinks == MAX_HARDLINKS || len > MAX_HARDLINK_NAMES - w->names)
+		return 0; /* stored as a file of its own */
 	if (!(l->path = strdup(w->path)))
 		return hutch__error_oom(&w->job->err);
 	l->dev = st->st_dev;
 	l->ino = st->st_ino;
 	w->nlinks++;
+	w->names += len;
 	return 0;
 }
 
@@ -308,17 +321,20 @@ static int add_file(struct walk *w, int dirfd, const char *name,
 	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return walk_fail(w, "cannot open");
+	/* The handle is checked before anything is opened through it: what
+	 * it names cannot change, and a device swapped in since the
+	 * listing is never opened. */
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_ino != seen->st_ino || st.st_dev != seen->st_dev) {
+		close(pfd);
+		errno = EAGAIN;
+		return walk_fail(w, "changed while read");
+	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
 	fd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	close(pfd);
 	if (fd < 0)
 		return walk_fail(w, "cannot open");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_ino != seen->st_ino || st.st_dev != seen->st_dev) {
-		close(fd);
-		errno = EAGAIN;
-		return walk_fail(w, "changed while read");
-	}
 	rc = as_hardlink(w, &st);
 	if (rc != 0) {
 		close(fd);
@@ -532,7 +548,7 @@ out:
 	archive_entry_free(w.entry);
 	job->rc = rc;
 	hutch__pipe_close_write(job->pipe, rc < 0 || w.reader_gone);
-	for (size_t i = 0; i < w.nlinks; i++)
+	for (size_t i = 0; w.links && i < 2 * MAX_HARDLINKS; i++)
 		free(w.links[i].path);
 	free(w.links);
 	free(w.buf);

@@ -301,14 +301,19 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			    (rc = hutch__session_remove_container(
 				     s, s->ensure.made_id, &lerr)) == 0)
 				s->ensure.made_id[0] = '\0';
-			if (rc < 0 && s->ensure.takeover && !s->new_record) {
+			if (rc < 0 && (s->ensure.takeover || adopted) &&
+			    !s->new_record) {
 				/* A record taken over from a maker we took
-				 * for dead, whose settings failed: not ours.
-				 * A maker that was only slow removes it when
+				 * for dead, whose settings failed: not ours
+				 * (nor, once that happened, a record of the
+				 * same maker grown too old to wait for).  A
+				 * maker that was only slow removes it when
 				 * it fails in turn; wait for that again. */
-				hutch__session_remove_container(
-					s, s->ensure.made_id, NULL);
+				if (s->ensure.made_id[0])
+					hutch__session_remove_container(
+						s, s->ensure.made_id, NULL);
 				s->ensure.made_id[0] = '\0';
+				made = 0;
 				s->ensure.takeover = 0;
 				waiting = now;
 				adopted_failure(&adopted, &lerr);
@@ -387,12 +392,14 @@ fail:
 	return 0;
 stuck:
 	if (adopted) {
-		rc = hutch__error_wrap(
-			&adopted, HUTCH_ETIMEOUT,
+		rc = hutch__error_set(
+			err, HUTCH_ETIMEOUT,
 			"session '%s': the container another call made did not "
-			"come up within %d s",
-			s->name, RACE_GIVEUP_MS / 1000);
-		return hutch__error_pass(err, adopted, rc);
+			"come up within %d s: %s",
+			s->name, RACE_GIVEUP_MS / 1000,
+			hutch_error_message(adopted));
+		hutch_error_free(adopted);
+		return rc;
 	}
 	return hutch__error_set(
 		err, HUTCH_ETIMEOUT,
