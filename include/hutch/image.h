@@ -72,9 +72,9 @@ int hutch_image_ref_valid(const char *ref);
 
 /*
  * Import `source` (a directory, or a tar file) as image `ref` (NAME or
- * NAME:TAG; without a tag, "latest").  The source's own path may go
- * through symlinks (it is the caller's); nothing inside a directory is
- * followed.  On success, *id (may be NULL) gets the image's ID
+ * NAME:TAG; without a tag, "latest").  The source's own path may not go
+ * through a symlink (a tree a session can write could swap one in: give
+ * its real path), and nothing inside a directory is followed.  On success, *id (may be NULL) gets the image's ID
  * ("sha256:..."), which the caller frees.
  *
  * Returns 0, HUTCH_EINVALID (bad reference or option, a source that is

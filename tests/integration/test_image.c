@@ -223,6 +223,28 @@ IT_TEST(image, errors)
 			   r.err);
 	it_result_free(&r);
 
+	/* Its path may go through no symlink: neither one to the tree nor
+	 * one on the way to a tar. */
+	{
+		char via[PATH_MAX + 32];
+
+		snprintf(via, sizeof(via), "%s.via", dir);
+		cr_assert_eq(symlink(dir, via), 0, "%s", strerror(errno));
+		r = it_hutch("image", "import", via, image, NULL);
+		IT_ASSERT_EXIT(r, 125, "a symlink to the tree");
+		cr_assert_not_null(strstr(r.err, "goes through a symlink"),
+				   "%s", r.err);
+		it_result_free(&r);
+		snprintf(via, sizeof(via), "%s.via/etc/passwd", dir);
+		r = it_hutch("image", "import", via, image, NULL);
+		IT_ASSERT_EXIT(r, 125, "a file through a symlink");
+		cr_assert_not_null(strstr(r.err, "goes through a symlink"),
+				   "%s", r.err);
+		it_result_free(&r);
+		snprintf(via, sizeof(via), "%s.via", dir);
+		unlink(via);
+	}
+
 	r = it_hutch("image", "import", dir, "Bad/Name:x", NULL);
 	IT_ASSERT_EXIT(r, 125, "invalid name");
 	cr_assert_not_null(strstr(r.err, "invalid image name"), "%s", r.err);
