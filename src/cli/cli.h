@@ -175,6 +175,8 @@ typedef struct {
 	int tty, shown;
 	unsigned long long last_ms;
 } cli_sync_progress_state;
+/* "512 B", "1.5 MiB": a size (or a rate's bytes) for people. */
+void cli_human_size(char *out, size_t outsz, double v);
 int cli_sync_progress(const hutch_sync_stats *st, void *payload);
 /* Clear the progress line. */
 void cli_sync_progress_end(cli_sync_progress_state *ps);

@@ -33,18 +33,6 @@ struct progress {
 	int tty, shown;
 };
 
-static void human_size(char *out, size_t outsz, double v)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	size_t u = 0;
-
-	while (v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(out, outsz, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 /* Bytes sent and the rate, on stderr when it is a terminal (the library
  * calls at most ten times a second). */
 static int on_progress(uint64_t bytes, uint64_t elapsed_ms, void *payload)
@@ -55,8 +43,8 @@ static int on_progress(uint64_t bytes, uint64_t elapsed_ms, void *payload)
 
 	if (!p->tty)
 		return 0;
-	human_size(size, sizeof(size), (double)bytes);
-	human_size(rate, sizeof(rate), (double)bytes / secs);
+	cli_human_size(size, sizeof(size), (double)bytes);
+	cli_human_size(rate, sizeof(rate), (double)bytes / secs);
 	fprintf(stderr, "\r\033[Kimport: %s sent, %s/s", size, rate);
 	fflush(stderr);
 	p->shown = 1;

@@ -25,18 +25,6 @@ static unsigned long long now_ms(void)
 	       (unsigned long long)ts.tv_nsec / 1000000ULL;
 }
 
-static void human_size(char *out, size_t outsz, double v)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	size_t u = 0;
-
-	while (v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(out, outsz, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 int cli_sync_progress(const hutch_sync_stats *st, void *payload)
 {
 	cli_sync_progress_state *ps = payload;
@@ -49,8 +37,8 @@ int cli_sync_progress(const hutch_sync_stats *st, void *payload)
 	ps->last_ms = now;
 	ps->shown = 1;
 	secs = st->duration_ms ? (double)st->duration_ms / 1000.0 : 0.001;
-	human_size(size, sizeof(size), (double)st->bytes);
-	human_size(rate, sizeof(rate), (double)st->archive_bytes / secs);
+	cli_human_size(size, sizeof(size), (double)st->bytes);
+	cli_human_size(rate, sizeof(rate), (double)st->archive_bytes / secs);
 	fprintf(stderr, "\r\033[K%s: %s, %llu files, %s/s", ps->what, size,
 		(unsigned long long)st->files, rate);
 	fflush(stderr);
@@ -70,7 +58,7 @@ void cli_sync_summary(const char *verb, const hutch_sync_stats *st)
 {
 	char size[32];
 
-	human_size(size, sizeof(size), (double)st->bytes);
+	cli_human_size(size, sizeof(size), (double)st->bytes);
 	printf("%s %llu files, %llu directories, %llu symlinks (%s) in %.2f s",
 	       verb, (unsigned long long)st->files,
 	       (unsigned long long)st->dirs, (unsigned long long)st->symlinks,

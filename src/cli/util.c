@@ -451,3 +451,15 @@ int cli_env_flag(const char *name)
 
 	return v && *v && strcmp(v, "0") != 0;
 }
+
+void cli_human_size(char *out, size_t outsz, double v)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	size_t u = 0;
+
+	while (v >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(out, outsz, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
