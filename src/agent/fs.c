@@ -2313,12 +2313,19 @@ static int tool_move(struct fs *fs)
 		rc = fail_entry(fs, to, rc, "replaced");
 		goto out;
 	}
+	if (dst.exists && dst.st.st_dev == src.st.st_dev &&
+	    dst.st.st_ino == src.st.st_ino) {
+		/* rename(2) does nothing for two names of one file (or one
+		 * name twice): FROM would stay, said to be moved. */
+		rc = fail(fs, HUTCH_AGENT_ERR_INVALID,
+			  "'%s' and '%s' are the same file", from, to);
+		goto out;
+	}
 	if (dst.exists && !fs->o.overwrite) {
 		rc = fail_move(fs, from, to, -EEXIST);
 		goto out;
 	}
-	replaced = dst.exists && (dst.st.st_dev != src.st.st_dev ||
-				  dst.st.st_ino != src.st.st_ino);
+	replaced = dst.exists;
 	/*
 	 * Both names are taken in directories we hold, resolved beneath
 	 * the root; rename() follows neither, so a symlink moves as a link

@@ -837,4 +837,14 @@ IT_TEST(fs, mv_file)
 	out = sh_out(s, "cat q/hard q/f; ls p");
 	cr_assert_str_eq(out, "l\nl\n");
 	free(out);
+
+	/* Two names of one file: rename(2) would do nothing and leave the
+	 * first, so the move is refused rather than said to be done. */
+	out = refusal("invalid", "mv-file", s, "q/f", "q/hard", "--overwrite",
+		      NULL);
+	cr_assert(strstr(out, "are the same file"), "%s", out);
+	free(out);
+	out = sh_out(s, "ls q");
+	cr_assert_str_eq(out, "f\nhard\n");
+	free(out);
 }
