@@ -2,12 +2,13 @@
  * hutch/fs.h - file tools confined to a session's workspace
  *
  * read, write, edit, grep, find, ls, delete and move work on /workspace
- * inside the session's container.  They run in hutch's own static agent there, so they
- * behave the same on any image (no shell, grep or find needed), and the
- * agent resolves every path one component at a time beneath /workspace:
- * a path that leads outside it - through "..", an absolute path or a
- * symlink the sandboxed code made, including one swapped in while the tool
- * runs - is refused with HUTCH_EESCAPE and nothing is touched.
+ * inside the session's container.  They run in hutch's own static agent
+ * there, so they behave the same on any image (no shell, grep or find
+ * needed), and the agent resolves every path one component at a time
+ * beneath /workspace: a path that leads outside it - through "..", an
+ * absolute path or a symlink the sandboxed code made, including one
+ * swapped in while the tool runs - is refused with HUTCH_EESCAPE and
+ * nothing is touched.
  *
  * Paths are relative to /workspace or absolute under it.  Paths in results
  * are relative to /workspace ("." is the workspace itself).  Every result
