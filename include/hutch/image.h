@@ -52,12 +52,25 @@ typedef struct {
 	hutch_image_progress_fn progress; /* may be NULL */
 	void *payload;
 	const hutch_cancel *cancel; /* may be NULL */
+	/* The image's labels, "KEY=VALUE" each (LABEL): KEY of
+	 * [A-Za-z0-9._/-], VALUE of [A-Za-z0-9._/:@+,=-] (no quoting). */
+	const char *const *labels;
+	size_t label_count;
+	/* 1: when `ref` already names an image whose labels hold every one
+	 * given (at least one), import nothing: hutch_image_import returns 1
+	 * with that image's ID.  A recipe labels its build with a hash of
+	 * what went into it, so that running it again costs nothing. */
+	int if_changed;
+	/* 1: the image `ref` named before, now left without a name, is
+	 * removed when nothing uses it (else it stays, as the engine keeps
+	 * it). */
+	int prune;
 } hutch_image_import_options;
 
 #define HUTCH_IMAGE_IMPORT_OPTIONS_INIT                                        \
 	{                                                                      \
 		HUTCH_IMAGE_IMPORT_OPTIONS_VERSION, NULL, 0, NULL, NULL, NULL, \
-			NULL, NULL                                             \
+			NULL, NULL, NULL, 0, 0, 0                              \
 	}
 
 /*
@@ -77,9 +90,10 @@ int hutch_image_ref_valid(const char *ref);
  * its real path), and nothing inside a directory is followed.  On success, *id (may be NULL) gets the image's ID
  * ("sha256:..."), which the caller frees.
  *
- * Returns 0, HUTCH_EINVALID (bad reference or option, a source that is
- * neither a directory nor a tar), HUTCH_ENOTFOUND (no such source),
- * HUTCH_ECANCELLED, or the engine's or the walk's error.
+ * Returns 0 (imported), 1 (opts->if_changed, and `ref` already holds
+ * that build: nothing sent), HUTCH_EINVALID (bad reference or option, a
+ * source that is neither a directory nor a tar), HUTCH_ENOTFOUND (no such
+ * source), HUTCH_ECANCELLED, or the engine's or the walk's error.
  */
 int hutch_image_import(hutch_engine *engine, const char *source,
 		       const char *ref, const hutch_image_import_options *opts,

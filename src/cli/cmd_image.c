@@ -12,6 +12,11 @@ static const cli_option image_options[] = {
 	{ "env", "KEY=VALUE", 'e', "import: set in the image's environment" },
 	{ "workdir", "DIR", 'w', "import: the image's working directory" },
 	{ "user", "USER", 'u', "import: the user the image runs as" },
+	{ "label", "KEY=VALUE", 'l', "import: label the image" },
+	{ "if-changed", NULL, 'c',
+	  "import: nothing when NAME already carries every --label" },
+	{ "prune", NULL, 'p',
+	  "import: remove the image NAME named before, unless in use" },
 	{ "force", NULL, 'f', "rm: also when a stopped container uses it" },
 	{ NULL, NULL, 0, NULL },
 };
@@ -25,7 +30,7 @@ const cli_command cli_cmd_image = {
 		    "rm NAME[:TAG]",
 	.about = "import a root filesystem as an image (no registry), "
 		 "or remove one",
-	.shortopts = "he:w:u:f",
+	.shortopts = "he:w:u:fl:cp",
 	.opts = { image_options },
 };
 
@@ -76,7 +81,7 @@ static int cmd_image(cli_globals *g, int argc, char **argv)
 	struct option lo[CLI_MAX_OPTIONS + 2];
 	hutch_image_import_options io = HUTCH_IMAGE_IMPORT_OPTIONS_INIT;
 	struct progress pr = { 0, 0 };
-	cli_strv env = { 0 };
+	cli_strv env = { 0 }, labels = { 0 };
 	hutch_engine *engine = NULL;
 	hutch_error *err = NULL;
 	hutch_cancel *cancel = NULL;
@@ -96,6 +101,18 @@ static int cmd_image(cli_globals *g, int argc, char **argv)
 				cli_error("out of memory");
 				goto out;
 			}
+			break;
+		case 'l':
+			if (cli_strv_add(&labels, optarg) < 0) {
+				cli_error("out of memory");
+				goto out;
+			}
+			break;
+		case 'c':
+			io.if_changed = 1;
+			break;
+		case 'p':
+			io.prune = 1;
 			break;
 		case 'w':
 			io.workdir = optarg;
@@ -125,8 +142,14 @@ static int cmd_image(cli_globals *g, int argc, char **argv)
 		cli_error("image import has no --force");
 		goto out;
 	}
-	if (!import && (env.n || io.workdir || io.user)) {
-		cli_error("image rm takes no --env, --workdir or --user");
+	if (!import && (env.n || labels.n || io.workdir || io.user ||
+			io.if_changed || io.prune)) {
+		cli_error("image rm takes only --force");
+		goto out;
+	}
+	if (io.if_changed && !labels.n) {
+		cli_error("image import --if-changed: give the --label to "
+			  "compare");
 		goto out;
 	}
 	/* Checked before any engine is asked. */
@@ -150,6 +173,8 @@ static int cmd_image(cli_globals *g, int argc, char **argv)
 	}
 	io.env = env.v;
 	io.env_count = env.n;
+	io.labels = labels.v;
+	io.label_count = labels.n;
 	pr.tty = isatty(STDERR_FILENO);
 	io.progress = on_progress;
 	io.payload = &pr;
@@ -168,6 +193,9 @@ static int cmd_image(cli_globals *g, int argc, char **argv)
 		rc = cli_fail(err);
 		goto out;
 	}
+	if (c == 1 && isatty(STDERR_FILENO))
+		fprintf(stderr, "image: %s already holds this build\n",
+			argv[optind + 2]);
 	/* The ID, as docker import prints it; the name when the engine
 	 * gave none. */
 	printf("%s\n", id ? id : argv[optind + 2]);
@@ -176,6 +204,7 @@ out:
 	free(id);
 	hutch_engine_free(engine);
 	cli_strv_free(&env);
+	cli_strv_free(&labels);
 	if (cancel)
 		cli_cancel_end();
 	return rc;

@@ -613,6 +613,48 @@ int hutch__api_image_inspect(hutch_engine *e, const char *image,
 	return get_on(e, "/images/", image, "/json", 0, out, what, err);
 }
 
+int hutch__api_image_facts(hutch_engine *e, const char *image, char *id,
+			   size_t idsz, const char *const *labels,
+			   size_t nlabels, int *match, const char *what,
+			   hutch_error **err)
+{
+	json_object *img = NULL, *v, *cfg, *have = NULL;
+	int rc;
+
+	if (id && idsz)
+		id[0] = '\0';
+	if (match)
+		*match = 0;
+	rc = hutch__api_image_inspect(e, image, &img, what, err);
+	if (rc < 0)
+		return rc;
+	if (id && json_object_object_get_ex(img, "Id", &v) &&
+	    json_object_is_type(v, json_type_string))
+		snprintf(id, idsz, "%s", json_object_get_string(v));
+	if (json_object_object_get_ex(img, "Config", &cfg))
+		json_object_object_get_ex(cfg, "Labels", &have);
+	/* Every label asked for, with its value; none asked: no match. */
+	if (match && nlabels && json_object_is_type(have, json_type_object)) {
+		*match = 1;
+		for (size_t i = 0; *match && i < nlabels; i++) {
+			const char *eq = strchr(labels[i], '=');
+			char key[256];
+
+			if (!eq || (size_t)(eq - labels[i]) >= sizeof(key)) {
+				*match = 0;
+				break;
+			}
+			memcpy(key, labels[i], (size_t)(eq - labels[i]));
+			key[eq - labels[i]] = '\0';
+			*match = json_object_object_get_ex(have, key, &v) &&
+				 json_object_is_type(v, json_type_string) &&
+				 strcmp(json_object_get_string(v), eq + 1) == 0;
+		}
+	}
+	json_object_put(img);
+	return 0;
+}
+
 /* The first error in an import's answer, a stream of JSON messages
  * ({"status"}, {"error", "errorDetail"}), newly allocated; NULL when
  * there is none (or no memory to say it). */

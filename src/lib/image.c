@@ -678,6 +678,33 @@ static int check_opts(const hutch_image_import_options *o, const char *ref,
 	if (o->user && (!*o->user || strpbrk(o->user, "\n \t")))
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"invalid user '%.100s'", o->user);
+	if (o->label_count > MAX_CHANGES - 2 - o->env_count ||
+	    (o->label_count && !o->labels))
+		return hutch__error_set(err, HUTCH_EINVALID, "bad label list");
+	for (size_t i = 0; i < o->label_count; i++) {
+		const char *l = o->labels[i];
+		size_t klen = l ? strspn(l, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					    "abcdefghijklmnopqrstuvwxyz"
+					    "0123456789._/-") :
+				  0;
+
+		/* Unquoted in the instruction, so nothing the Dockerfile
+		 * parser reads as syntax: no space, quote, '$' or '\\'. */
+		if (!klen || klen > 128 || l[klen] != '=' ||
+		    strlen(l + klen + 1) > 256 ||
+		    strspn(l + klen + 1,
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "abcdefghijklmnopqrstuvwxyz"
+			   "0123456789._/:@+,=-") != strlen(l + klen + 1))
+			return hutch__error_set(
+				err, HUTCH_EINVALID,
+				"label '%.100s' is not KEY=VALUE of letters, "
+				"digits and ._/:@+,=-",
+				l ? l : "(null)");
+	}
+	if (o->if_changed && !o->label_count)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"if_changed needs a label to compare");
 	return 0;
 }
 
@@ -692,7 +719,7 @@ static void free_changes(char **c, size_t n)
 static int make_changes(const hutch_image_import_options *o, char ***out,
 			size_t *n, hutch_error **err)
 {
-	size_t max = (o ? o->env_count : 0) + 2, k = 0;
+	size_t max = (o ? o->env_count + o->label_count : 0) + 2, k = 0;
 	char **c = calloc(max, sizeof(*c));
 	int bad = !c;
 
@@ -702,6 +729,8 @@ static int make_changes(const hutch_image_import_options *o, char ***out,
 		bad = asprintf(&c[k++], "WORKDIR %s", o->workdir) < 0;
 	if (!bad && o && o->user)
 		bad = asprintf(&c[k++], "USER %s", o->user) < 0;
+	for (size_t i = 0; !bad && o && i < o->label_count; i++)
+		bad = asprintf(&c[k++], "LABEL %s", o->labels[i]) < 0;
 	if (bad) {
 		/* asprintf leaves its pointer undefined on failure. */
 		if (c && k)
@@ -811,12 +840,11 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 		       hutch_error **err)
 {
 	struct driver d = { .opts = opts, .fd = -1 };
-	char **changes = NULL, what[512];
+	char **changes = NULL, what[512], before[128] = "", now[128];
 	hutch_error *herr = NULL;
-	json_object *img = NULL, *v;
 	size_t nchanges = 0;
 	struct stat st;
-	int rc, fd;
+	int rc, fd, same = 0;
 
 	if (id)
 		*id = NULL;
@@ -825,6 +853,24 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 	if (!src || !*src)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"no root filesystem given");
+	snprintf(what, sizeof(what), "import '%.200s' as image '%.200s'", src,
+		 ref);
+	/* What `ref` names before: the same build (if_changed), or the
+	 * image it will no longer name (prune). */
+	if (opts && (opts->if_changed || opts->prune)) {
+		rc = hutch__api_image_facts(e, ref, before, sizeof(before),
+					    opts->labels, opts->label_count,
+					    &same, what, &herr);
+		if (rc < 0 && rc != HUTCH_ENOTFOUND)
+			return hutch__error_pass(err, herr, rc);
+		hutch_error_free(herr);
+		herr = NULL;
+		if (rc == 0 && opts->if_changed && same) {
+			if (id && !(*id = strdup(before)))
+				return hutch__error_oom(err);
+			return 1;
+		}
+	}
 	fd = open_source(src);
 	if (fd < 0)
 		return hutch__error_set(
@@ -842,8 +888,6 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 			"'%.300s' is neither a directory nor a tar archive",
 			src);
 	}
-	snprintf(what, sizeof(what), "import '%.200s' as image '%.200s'", src,
-		 ref);
 	if ((rc = hutch__dl_archive(err)) < 0 ||
 	    (rc = make_changes(opts, &changes, &nchanges, err)) < 0) {
 		close(fd);
@@ -874,15 +918,17 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 		return herr ? hutch__error_pass(err, herr, rc) : rc;
 	driver_check(&d, 1);
 	/* The ID as the engine has it now under that name. */
-	rc = hutch__api_image_inspect(e, ref, &img, what, err);
+	rc = hutch__api_image_facts(e, ref, now, sizeof(now), NULL, 0, NULL,
+				    what, err);
 	if (rc < 0)
 		return rc;
-	if (id && json_object_object_get_ex(img, "Id", &v) &&
-	    json_object_is_type(v, json_type_string) &&
-	    !(*id = strdup(json_object_get_string(v))))
-		rc = hutch__error_oom(err);
-	json_object_put(img);
-	return rc;
+	if (opts && opts->prune && before[0] && strcmp(before, now) != 0)
+		/* Refused (409) while a container uses it: then it stays. */
+		hutch__api_image_remove(e, before, 0,
+					"remove the image it replaced", NULL);
+	if (id && !(*id = strdup(now)))
+		return hutch__error_oom(err);
+	return 0;
 }
 
 int hutch_image_remove(hutch_engine *e, const char *ref, int force,

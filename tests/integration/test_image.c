@@ -271,3 +271,82 @@ IT_TEST(image, errors)
 	image_gone(image);
 	sh("rm -rf '%s'", dir);
 }
+
+/* The image's label KEY, as the engine has it ("" when none). */
+static char *label_of(const char *image, const char *key)
+{
+	char path[512], *resp = NULL, *out;
+	json_object *o, *c, *l, *v;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/images/%s/json", image);
+	cr_assert_eq(it_api("GET", path, &resp, &len), 200, "%s", resp);
+	o = it_json(resp, len);
+	c = it_json_get(o, "Config");
+	l = c ? it_json_get(c, "Labels") : NULL;
+	v = l ? it_json_get(l, key) : NULL;
+	out = strdup(v ? json_object_get_string(v) : "");
+	json_object_put(o);
+	free(resp);
+	return out;
+}
+
+/* A recipe's second run: --if-changed imports nothing while the label
+ * matches, a new label imports, and --prune removes what the name held
+ * before. */
+IT_TEST(image, labels_if_changed_and_prune)
+{
+	char dir[PATH_MAX], image[256], first[128], path[256], *l;
+	it_result r;
+
+	make_rootfs(dir, sizeof(dir));
+	image_name(image, sizeof(image), "lab");
+
+	r = it_hutch("image", "import", dir, image, "--label",
+		     "io.hutch.test.build=one", NULL);
+	IT_ASSERT_EXIT(r, 0, "import with a label");
+	cr_assert(strncmp(r.out, "sha256:", 7) == 0, "%s", r.out);
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(r.out, "\n"),
+		 r.out);
+	it_result_free(&r);
+	l = label_of(image, "io.hutch.test.build");
+	cr_assert_str_eq(l, "one");
+	free(l);
+
+	/* The same build: nothing imported, the same ID. */
+	sh("echo changed > '%s/etc/motd'", dir);
+	r = it_hutch("image", "import", dir, image, "--label",
+		     "io.hutch.test.build=one", "--if-changed", NULL);
+	IT_ASSERT_EXIT(r, 0, "import --if-changed, same label");
+	cr_assert(strncmp(r.out, first, strlen(first)) == 0,
+		  "another image: %s (was %s)", r.out, first);
+	it_result_free(&r);
+
+	/* Another build: imported; the one before, now nameless, goes. */
+	r = it_hutch("image", "import", dir, image, "--label",
+		     "io.hutch.test.build=two", "--if-changed", "--prune",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "import --if-changed --prune, new label");
+	cr_assert(strncmp(r.out, first, strlen(first)) != 0,
+		  "the same image: %s", r.out);
+	it_result_free(&r);
+	l = label_of(image, "io.hutch.test.build");
+	cr_assert_str_eq(l, "two");
+	free(l);
+	snprintf(path, sizeof(path), "/images/%s/json", first);
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 404,
+		     "the pruned image %s is still there", first);
+
+	/* Labels are checked before anything is sent. */
+	r = it_hutch("image", "import", dir, image, "--label", "a b=c", NULL);
+	IT_ASSERT_EXIT(r, 125, "a label with a space");
+	cr_assert_not_null(strstr(r.err, "is not KEY=VALUE"), "%s", r.err);
+	it_result_free(&r);
+	r = it_hutch("image", "import", dir, image, "--if-changed", NULL);
+	IT_ASSERT_EXIT(r, 125, "--if-changed without a label");
+	it_result_free(&r);
+
+	remove_image(image);
+	image_gone(image);
+	sh("rm -rf '%s'", dir);
+}
