@@ -29,6 +29,8 @@ packages=(
 	docker.io podman runc catatonit tini netavark
 	# the offline image and the scripts
 	busybox-static curl ca-certificates tar
+	# the Debian coding image (images/debian/build.sh) and its test
+	mmdebstrap
 	# certificates for the TLS engine tests (contrib/engines.sh)
 	openssl
 )

@@ -7,12 +7,40 @@
 # a container engine available, imports the offline image into it and runs a
 # short demo session.  Safe to run again: every step checks before it acts.
 #
+#   contrib/setup.sh --image debian
+#
+# also builds hutch-debian:bookworm, a coding image (python3, pip, venv,
+# pytest, git, build-essential, ripgrep...) made from Debian's package
+# archive with mmdebstrap, no registry (hutch-image-debian --help), and
+# imports it; use it with --image hutch-debian:bookworm.
+#
 # The engine: the first that answers /_ping of $HUTCH_ENGINE, $DOCKER_HOST,
 # $CONTAINER_HOST, /var/run/docker.sock, /run/podman/podman.sock.  With none,
 # Podman's API service is started on /run/podman/podman.sock, in the
 # background (log: /var/log/hutch-podman.log); it runs until stopped or the
 # machine reboots (run this script again to bring it back).
 set -euo pipefail
+
+# Read, not shifted: the same arguments go to sudo below.
+extra_image=
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case ${args[i]} in
+	--image)
+		[ "${args[i + 1]:-}" = debian ] || { echo "setup: --image takes 'debian'" >&2; exit 2; }
+		extra_image=debian
+		i=$((i + 1))
+		;;
+	-h | --help)
+		sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"
+		exit 0
+		;;
+	*)
+		echo "setup: unknown option '${args[i]}' (see --help)" >&2
+		exit 2
+		;;
+	esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
 	command -v sudo >/dev/null ||
@@ -136,8 +164,13 @@ cgroup_manager = "cgroupfs"'
 	echo "setup:     started Podman's API service on $engine (pid $pid, log /var/log/hutch-podman.log)"
 fi
 
-step "offline image hutch-offline:latest (images/offline/build.sh)"
-images/offline/build.sh "$engine" | sed 's/^/setup:     /'
+step "offline image hutch-offline:latest (hutch-image-offline)"
+hutch-image-offline "$engine" | sed 's/^/setup:     /'
+if [ "$extra_image" = debian ]; then
+	step "coding image hutch-debian:bookworm (hutch-image-debian; mmdebstrap, log: $log)"
+	quiet apt-get install -y mmdebstrap
+	hutch-image-debian "$engine" 2>>"$log" | sed 's/^/setup:     /'
+fi
 
 # The demo runs hutch as a newcomer would, finding the engine itself
 # (HUTCH_ENGINE, DOCKER_HOST, CONTAINER_HOST, then the usual sockets);

@@ -8,7 +8,8 @@
 #   2. check the C sources are formatted as .clang-format says; configure
 #      --enable-werror (only when not configured so) and build
 #   3. start a private Docker Engine and Podman service (contrib/engines.sh)
-#   4. import hutch-offline:latest into both (images/offline/build.sh)
+#   4. import hutch-offline:latest into both (images/offline/build.sh),
+#      and a Debian image with python3 and pytest (images/debian/build.sh)
 #   5. make check: unit tests, then the integration and MCP end-to-end
 #      tests against both engines; HUTCH_MUST_RUN=1 makes a missing engine
 #      a failure
@@ -174,6 +175,15 @@ echo "$engines_env"
 
 step "offline image into both engines (images/offline/build.sh)"
 run image images/offline/build.sh "$HUTCH_TEST_DOCKER" "$HUTCH_TEST_PODMAN" || finish
+
+# The Debian recipe, with the packages its test needs only (python3 and
+# pytest: a few minutes from Debian's archive; the root filesystem is kept
+# in /var/cache/hutch for the next run), for image::debian_recipe_runs_pytest.
+step "Debian image into both engines (images/debian/build.sh, a short list)"
+run debian-image env HUTCH="$top/hutch" images/debian/build.sh \
+	--packages python3,python3-pytest,bash --name hutch-debian-ci:latest \
+	"$HUTCH_TEST_DOCKER" "$HUTCH_TEST_PODMAN" || finish
+export HUTCH_TEST_DEBIAN_IMAGE=hutch-debian-ci:latest
 
 step "make -j$jobs check (HUTCH_MUST_RUN=1)"
 rm -f test-suite.log

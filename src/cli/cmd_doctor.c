@@ -84,7 +84,7 @@ static int image_check(json_object *report, json_object *problems,
 		snprintf(
 			msg, sizeof(msg),
 			"image '%s' is not on the engine: build it with "
-			"images/offline/build.sh, or set HUTCH_IMAGE / --image to one that is",
+			"hutch-image-offline, or set HUTCH_IMAGE / --image to one that is",
 			image);
 		json_object_array_add(problems, json_object_new_string(msg));
 	}

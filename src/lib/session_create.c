@@ -221,7 +221,7 @@ static int image_missing(hutch_session *s, hutch_error **err)
 	return hutch__error_set(
 		err, HUTCH_ENOTFOUND,
 		"image '%s' is not on the engine (build the default one with "
-		"images/offline/build.sh, or choose another with --image or "
+		"hutch-image-offline, or choose another with --image or "
 		"HUTCH_IMAGE)",
 		s->image);
 }
@@ -741,7 +741,7 @@ int hutch__session_create_container(hutch_session *s, hutch_error **err)
 		hutch__error_wrap(
 			err, rc,
 			"image '%s' is not on the engine (build the "
-			"default one with images/offline/build.sh, or choose "
+			"default one with hutch-image-offline, or choose "
 			"another with --image or HUTCH_IMAGE)",
 			s->image);
 	return rc;

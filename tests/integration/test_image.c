@@ -350,3 +350,59 @@ IT_TEST(image, labels_if_changed_and_prune)
 	image_gone(image);
 	sh("rm -rf '%s'", dir);
 }
+
+/*
+ * The Debian recipe's image (hutch-image-debian, images/debian/build.sh),
+ * which contrib/test.sh builds from Debian's archive with a short package
+ * list and names in HUTCH_TEST_DEBIAN_IMAGE: a session on it runs a small
+ * pytest project as the image's sandbox user, with a home and a UTF-8
+ * locale.  Without the variable the test fails where tests must run (CI,
+ * HUTCH_MUST_RUN=1) and says how to get the image.
+ */
+IT_TEST(image, debian_recipe_runs_pytest)
+{
+	const char *image = getenv("HUTCH_TEST_DEBIAN_IMAGE");
+	const char *s = it_session();
+	char dir[PATH_MAX];
+	it_result r;
+
+	if (!image || !*image) {
+		const char *must = getenv("HUTCH_MUST_RUN");
+
+		cr_assert(!(must && strcmp(must, "1") == 0),
+			  "HUTCH_TEST_DEBIAN_IMAGE is not set: build one with "
+			  "images/debian/build.sh --packages "
+			  "python3,python3-pytest,bash --name NAME");
+		cr_skip_test("HUTCH_TEST_DEBIAN_IMAGE is not set");
+	}
+	snprintf(dir, sizeof(dir), "/tmp/hutch-it-pytest-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+	sh("mkdir -p '%s/tests' && printf 'def add(a, b):\\n    return a + b\\n' "
+	   ">'%s/calc.py' && printf 'from calc import add\\n\\n"
+	   "def test_add():\\n    assert add(2, 3) == 5\\n\\n"
+	   "def test_text():\\n    assert \"caf\\\\u00e9\".upper() == "
+	   "\"CAF\\\\u00c9\"\\n' >'%s/tests/test_calc.py'",
+	   dir, dir, dir);
+
+	r = it_hutch("up", s, "--image", image, NULL);
+	IT_ASSERT_EXIT(r, 0, "up on the Debian image");
+	it_result_free(&r);
+	r = it_hutch("sync-in", s, dir, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in the project");
+	it_result_free(&r);
+	r = it_hutch("sh", s,
+		     "whoami; echo \"$HOME $LANG\"; test -w \"$HOME\" && "
+		     "echo home-writable",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "the user, its home, the locale");
+	cr_assert_str_eq(r.out,
+			 "sandbox\n/home/sandbox C.UTF-8\nhome-writable\n");
+	it_result_free(&r);
+	r = it_hutch("sh", s,
+		     "PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "pytest");
+	cr_assert_not_null(strstr(r.out, "2 passed"), "%s", r.out);
+	it_result_free(&r);
+	sh("rm -rf '%s'", dir);
+}
