@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define HUTCH_IMAGE_IMPORT_OPTIONS_VERSION 1
+#define HUTCH_IMAGE_IMPORT_OPTIONS_VERSION 2
 
 /* Called at most ten times a second while the tar is sent, and once at
  * the end: `bytes` of it sent so far in `elapsed_ms`.  Non-zero stops the
@@ -52,6 +52,7 @@ typedef struct {
 	hutch_image_progress_fn progress; /* may be NULL */
 	void *payload;
 	const hutch_cancel *cancel; /* may be NULL */
+	/* Version 2. */
 	/* The image's labels, "KEY=VALUE" each (LABEL): KEY of
 	 * [A-Za-z0-9._/-], VALUE of [A-Za-z0-9._/:@+,=-] (no quoting). */
 	const char *const *labels;
@@ -61,9 +62,9 @@ typedef struct {
 	 * with that image's ID.  A recipe labels its build with a hash of
 	 * what went into it, so that running it again costs nothing. */
 	int if_changed;
-	/* 1: the image `ref` named before, now left without a name, is
-	 * removed when nothing uses it (else it stays, as the engine keeps
-	 * it). */
+	/* 1: the image `ref` named before is removed once the import has
+	 * taken the name from it, when it has no other name and nothing
+	 * uses it (else it stays, as the engine keeps it). */
 	int prune;
 } hutch_image_import_options;
 

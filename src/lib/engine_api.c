@@ -615,22 +615,41 @@ int hutch__api_image_inspect(hutch_engine *e, const char *image,
 
 int hutch__api_image_facts(hutch_engine *e, const char *image, char *id,
 			   size_t idsz, const char *const *labels,
-			   size_t nlabels, int *match, const char *what,
-			   hutch_error **err)
+			   size_t nlabels, int *match, int *named,
+			   const char *what, hutch_error **err)
 {
 	json_object *img = NULL, *v, *cfg, *have = NULL;
+	const char *s;
 	int rc;
 
 	if (id && idsz)
 		id[0] = '\0';
 	if (match)
 		*match = 0;
+	if (named)
+		*named = 0;
 	rc = hutch__api_image_inspect(e, image, &img, what, err);
 	if (rc < 0)
 		return rc;
+	/* Only an ID of the form the engines give, whole: it goes into
+	 * DELETE /images/ID as it is. */
 	if (id && json_object_object_get_ex(img, "Id", &v) &&
-	    json_object_is_type(v, json_type_string))
-		snprintf(id, idsz, "%s", json_object_get_string(v));
+	    json_object_is_type(v, json_type_string) &&
+	    (s = json_object_get_string(v)) && strlen(s) == 71 &&
+	    strncmp(s, "sha256:", 7) == 0 &&
+	    strspn(s + 7, "0123456789abcdef") == 64 && idsz > 71)
+		snprintf(id, idsz, "%s", s);
+	/* Any name but Docker's "<none>:<none>" for a nameless image. */
+	if (named && json_object_object_get_ex(img, "RepoTags", &v) &&
+	    json_object_is_type(v, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *t = json_object_array_get_idx(v, i);
+
+			if (json_object_is_type(t, json_type_string) &&
+			    strcmp(json_object_get_string(t),
+				   "<none>:<none>") != 0)
+				*named = 1;
+		}
 	if (json_object_object_get_ex(img, "Config", &cfg))
 		json_object_object_get_ex(cfg, "Labels", &have);
 	/* Every label asked for, with its value; none asked: no match. */

@@ -165,13 +165,15 @@ int hutch__api_volume_list(hutch_engine *e, const char *label,
 int hutch__api_image_inspect(hutch_engine *e, const char *image,
 			     json_object **out, const char *what,
 			     hutch_error **err);
-/* From the image's inspection: its ID into `id` (may be NULL), and
- * *match (may be NULL) 1 when its labels hold every "KEY=VALUE" of
- * `labels` (none given: 0).  HUTCH_ENOTFOUND when there is no image. */
+/* From the image's inspection: its ID into `id` (may be NULL; "" unless
+ * a whole "sha256:" and 64 hex digits), *match (may be NULL) 1 when its
+ * labels hold every "KEY=VALUE" of `labels` (none given: 0), *named (may
+ * be NULL) 1 when it has a name (a repository tag).  HUTCH_ENOTFOUND when
+ * there is no image. */
 int hutch__api_image_facts(hutch_engine *e, const char *image, char *id,
 			   size_t idsz, const char *const *labels,
-			   size_t nlabels, int *match, const char *what,
-			   hutch_error **err);
+			   size_t nlabels, int *match, int *named,
+			   const char *what, hutch_error **err);
 /*
  * POST /images/create?fromSrc=- with the tar pulled from `source` (any
  * compression the engine reads), as image `ref` (NAME:TAG, checked by the

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -653,10 +654,11 @@ static int check_opts(const hutch_image_import_options *o, const char *ref,
 			ref ? ref : "");
 	if (!o)
 		return 0;
-	if (o->version != HUTCH_IMAGE_IMPORT_OPTIONS_VERSION)
+	if (o->version != 1 && o->version != 2)
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
-			"unsupported hutch_image_import_options version %u",
+			"unsupported hutch_image_import_options version %u "
+			"(1 or 2)",
 			o->version);
 	if (o->env_count > MAX_CHANGES - 2 || (o->env_count && !o->env))
 		return hutch__error_set(err, HUTCH_EINVALID,
@@ -836,18 +838,33 @@ static int open_source(const char *src)
 }
 
 int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
-		       const hutch_image_import_options *opts, char **id,
+		       const hutch_image_import_options *given, char **id,
 		       hutch_error **err)
 {
+	static const hutch_image_import_options defaults =
+		HUTCH_IMAGE_IMPORT_OPTIONS_INIT;
+	hutch_image_import_options o2;
+	const hutch_image_import_options *opts = NULL;
 	struct driver d = { .opts = opts, .fd = -1 };
 	char **changes = NULL, what[512], before[128] = "", now[128];
 	hutch_error *herr = NULL;
 	size_t nchanges = 0;
 	struct stat st;
-	int rc, fd, same = 0;
+	int rc, fd, same = 0, named = 1;
 
 	if (id)
 		*id = NULL;
+	/* A version-1 caller's struct ends before the labels: they get
+	 * their defaults. */
+	if (given && given->version == 1) {
+		o2 = defaults;
+		memcpy(&o2, given,
+		       offsetof(hutch_image_import_options, labels));
+		o2.version = HUTCH_IMAGE_IMPORT_OPTIONS_VERSION;
+		opts = &o2;
+	} else {
+		opts = given;
+	}
 	if ((rc = check_opts(opts, ref, err)) < 0)
 		return rc;
 	if (!src || !*src)
@@ -860,13 +877,13 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 	if (opts && (opts->if_changed || opts->prune)) {
 		rc = hutch__api_image_facts(e, ref, before, sizeof(before),
 					    opts->labels, opts->label_count,
-					    &same, what, &herr);
+					    &same, NULL, what, &herr);
 		if (rc < 0 && rc != HUTCH_ENOTFOUND)
 			return hutch__error_pass(err, herr, rc);
 		hutch_error_free(herr);
 		herr = NULL;
 		if (rc == 0 && opts->if_changed && same) {
-			if (id && !(*id = strdup(before)))
+			if (id && before[0] && !(*id = strdup(before)))
 				return hutch__error_oom(err);
 			return 1;
 		}
@@ -919,14 +936,21 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 	driver_check(&d, 1);
 	/* The ID as the engine has it now under that name. */
 	rc = hutch__api_image_facts(e, ref, now, sizeof(now), NULL, 0, NULL,
-				    what, err);
+				    NULL, what, err);
 	if (rc < 0)
 		return rc;
-	if (opts && opts->prune && before[0] && strcmp(before, now) != 0)
-		/* Refused (409) while a container uses it: then it stays. */
+	/* Only when the name was all it had: removed by its ID, an image
+	 * with another name would lose that name and go (the engines untag
+	 * a single other reference and delete).  Refused (409) while a
+	 * container uses it: then it stays. */
+	if (opts && opts->prune && before[0] && strcmp(before, now) != 0 &&
+	    hutch__api_image_facts(e, before, NULL, 0, NULL, 0, NULL, &named,
+				   what, NULL) == 0 &&
+	    !named)
 		hutch__api_image_remove(e, before, 0,
 					"remove the image it replaced", NULL);
-	if (id && !(*id = strdup(now)))
+	/* No ID the engine gave in full: the caller prints the name. */
+	if (id && now[0] && !(*id = strdup(now)))
 		return hutch__error_oom(err);
 	return 0;
 }

@@ -296,7 +296,8 @@ static char *label_of(const char *image, const char *key)
  * before. */
 IT_TEST(image, labels_if_changed_and_prune)
 {
-	char dir[PATH_MAX], image[256], first[128], path[256], *l;
+	char dir[PATH_MAX], image[256], first[128], second[128], keep[256];
+	char path[768], *l;
 	it_result r;
 
 	make_rootfs(dir, sizeof(dir));
@@ -322,20 +323,37 @@ IT_TEST(image, labels_if_changed_and_prune)
 		  "another image: %s (was %s)", r.out, first);
 	it_result_free(&r);
 
-	/* Another build: imported; the one before, now nameless, goes. */
+	/* Another build: imported.  The one before has another name too
+	 * (a user tagged it): --prune leaves it. */
+	snprintf(keep, sizeof(keep), "%simage-keep", it_run_prefix());
+	snprintf(path, sizeof(path), "/images/%s/tag?repo=%s&tag=t1", first,
+		 keep);
+	cr_assert_eq(it_api("POST", path, NULL, NULL), 201, "tag %s", first);
 	r = it_hutch("image", "import", dir, image, "--label",
 		     "io.hutch.test.build=two", "--if-changed", "--prune",
 		     NULL);
 	IT_ASSERT_EXIT(r, 0, "import --if-changed --prune, new label");
 	cr_assert(strncmp(r.out, first, strlen(first)) != 0,
 		  "the same image: %s", r.out);
+	snprintf(second, sizeof(second), "%.*s", (int)strcspn(r.out, "\n"),
+		 r.out);
 	it_result_free(&r);
 	l = label_of(image, "io.hutch.test.build");
 	cr_assert_str_eq(l, "two");
 	free(l);
 	snprintf(path, sizeof(path), "/images/%s/json", first);
+	cr_assert_eq(it_api("GET", path, NULL, NULL), 200,
+		     "the image %s, named %s too, was removed", first, keep);
+	/* The next: the one before had no other name, and goes. */
+	r = it_hutch("image", "import", dir, image, "--label",
+		     "io.hutch.test.build=three", "--prune", NULL);
+	IT_ASSERT_EXIT(r, 0, "import --prune");
+	it_result_free(&r);
+	snprintf(path, sizeof(path), "/images/%s/json", second);
 	cr_assert_eq(it_api("GET", path, NULL, NULL), 404,
-		     "the pruned image %s is still there", first);
+		     "the pruned image %s is still there", second);
+	snprintf(path, sizeof(path), "%s:t1", keep);
+	remove_image(path);
 
 	/* Labels are checked before anything is sent. */
 	r = it_hutch("image", "import", dir, image, "--label", "a b=c", NULL);
