@@ -168,8 +168,8 @@ step "offline image hutch-offline:latest (hutch-image-offline)"
 hutch-image-offline "$engine" | sed 's/^/setup:     /'
 if [ "$extra_image" = debian ]; then
 	step "coding image hutch-debian:bookworm (hutch-image-debian; mmdebstrap, log: $log)"
-	quiet apt-get install -y mmdebstrap
-	hutch-image-debian "$engine" 2>>"$log" | sed 's/^/setup:     /'
+	quiet hutch-image-debian "$engine"
+	grep '^hutch-image-debian:' "$log" | tail -n 2 | sed 's/^/setup:     /'
 fi
 
 # The demo runs hutch as a newcomer would, finding the engine itself

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build hutch-debian:bookworm, a coding image, from Debian's package archive
-# alone (no registry): mmdebstrap makes the root filesystem from the apt
-# sources this machine already uses, and hutch imports it into each engine
-# (hutch image import).
+# alone (no registry): mmdebstrap makes the root filesystem from Debian's
+# archive (deb.debian.org with its updates and security suites, or the
+# --mirror given), and hutch imports it into each engine (hutch image
+# import).
 #
 #   hutch-image-debian [--include PKG[,PKG...]]... [--packages LIST]
-#                      [--name NAME[:TAG]] [ENGINE_URL...]
+#                      [--name NAME[:TAG]] [--mirror URL] [ENGINE_URL...]
 #
 # The image: Debian bookworm (minbase) with python3, pip, venv, pytest, git,
 # build-essential, curl, ripgrep, less, procps, CA certificates; a `sandbox`
@@ -16,6 +17,8 @@
 #   --packages LIST     the whole list instead of the default (comma
 #                       separated); also $HUTCH_DEBIAN_PACKAGES
 #   --name NAME[:TAG]   the image's name (default hutch-debian:bookworm)
+#   --mirror URL        a Debian mirror (http://.../debian) instead of
+#                       mmdebstrap's default; also $HUTCH_DEBIAN_MIRROR
 #   ENGINE_URL          unix:///path.sock or tcp://host:port; default: the
 #                       engines hutch finds ($HUTCH_ENGINE, the usual
 #                       sockets)
@@ -24,9 +27,10 @@
 # /var/cache/hutch), named by a hash of the package list, the suite and this
 # script, so a second run with the same list imports without building.  An
 # engine whose image already carries that hash (label
-# io.hutch.image.content) is left alone.  Needs root (mmdebstrap's root
-# mode), mmdebstrap, and a network path to the Debian archive the apt
-# sources name.
+# io.hutch.image.content) is left alone, and the build it held before goes
+# when nothing else names it.  Runs of the recipe take turns (a lock in the
+# cache).  Needs root (mmdebstrap's root mode), mmdebstrap, and a network
+# path to the Debian archive.
 set -euo pipefail
 export LC_ALL=C
 
@@ -37,6 +41,7 @@ PACKAGES=${HUTCH_DEBIAN_PACKAGES:-python3,python3-pip,python3-venv,python3-pytes
 INCLUDE=${HUTCH_DEBIAN_INCLUDE:-}
 CACHE=${HUTCH_CACHE_DIR:-/var/cache/hutch}
 HUTCH=${HUTCH:-hutch}
+MIRROR=${HUTCH_DEBIAN_MIRROR:-}
 
 me=$(basename "$0")
 say() { printf '%s: %s\n' "$me" "$*"; }
@@ -63,6 +68,11 @@ while [ $# -gt 0 ]; do
 		NAME=$2
 		shift 2
 		;;
+	--mirror)
+		[ $# -ge 2 ] || die "--mirror needs a URL"
+		MIRROR=$2
+		shift 2
+		;;
 	-h | --help)
 		sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"
 		exit 0
@@ -87,8 +97,18 @@ list=$(tr ',' '\n' <<<"$list" | sort -u | paste -sd, -)
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: apt-get install mmdebstrap"
 command -v "$HUTCH" >/dev/null || die "'$HUTCH' is not on PATH: install hutch first (make install), or set HUTCH=/path/to/hutch"
 
-content=$(printf '%s\n%s\n' "$SUITE" "$list" | cat - "${BASH_SOURCE[0]}" | sha256sum | cut -c1-32)
-tarball=$CACHE/debian-$SUITE-$content.tar
+case $MIRROR in '' | http://* | https://*) ;; *) die "--mirror '$MIRROR': give an http:// or https:// URL" ;; esac
+
+# The file is named by the list (to replace only an older build of the same
+# list) and by everything that went into it (the label the engines keep).
+listhash=$(printf '%s\n%s\n' "$SUITE" "$list" | sha256sum | cut -c1-16)
+content=$(printf '%s\n%s\n%s\n' "$SUITE" "$list" "$MIRROR" | cat - "${BASH_SOURCE[0]}" | sha256sum | cut -c1-32)
+tarball=$CACHE/debian-$SUITE-$listhash-$content.tar
+
+mkdir -p "$CACHE"
+# One run at a time: another's half-built file is never taken for ours.
+exec 9>"$CACHE/.lock"
+flock 9
 
 # The sandbox user, its home, /workspace: made inside the new root.
 customize='chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash sandbox &&
@@ -96,18 +116,17 @@ mkdir -p "$1/workspace" && chown 1000:1000 "$1/workspace" && chmod 755 "$1/works
 rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin'
 
 if [ ! -s "$tarball" ]; then
-	mkdir -p "$CACHE"
 	say "building the root filesystem ($SUITE: $list); this downloads from the Debian archive"
-	part=$tarball.part
-	rm -f "$part"
+	part=$(mktemp "$CACHE/.part.XXXXXX")
+	trap 'rm -f "$part"' EXIT
 	if ! mmdebstrap --variant=minbase --format=tar --include="$list" \
-		--customize-hook="$customize" "$SUITE" "$part" >&2; then
-		rm -f "$part"
+		--customize-hook="$customize" "$SUITE" "$part" ${MIRROR:+"$MIRROR"} >&2; then
 		die "mmdebstrap failed (see above)"
 	fi
 	mv "$part" "$tarball"
-	# Older builds of this recipe go: each is hundreds of MB.
-	find "$CACHE" -maxdepth 1 -name "debian-$SUITE-*.tar" ! -name "${tarball##*/}" -delete
+	trap - EXIT
+	# Older builds of the same list go: each is hundreds of MB.
+	find "$CACHE" -maxdepth 1 -name "debian-$SUITE-$listhash-*.tar" ! -name "${tarball##*/}" -delete
 else
 	say "root filesystem from the cache: $tarball"
 fi

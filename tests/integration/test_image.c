@@ -408,13 +408,15 @@ IT_TEST(image, debian_recipe_runs_pytest)
 	r = it_hutch("sync-in", s, dir, NULL);
 	IT_ASSERT_EXIT(r, 0, "sync-in the project");
 	it_result_free(&r);
+	/* bash counts characters in the locale: 1 for "\u00e9" in UTF-8,
+	 * 2 (bytes) in C. */
 	r = it_hutch("sh", s,
 		     "whoami; echo \"$HOME $LANG\"; test -w \"$HOME\" && "
-		     "echo home-writable",
+		     "echo home-writable; bash -c 'x=\xc3\xa9; echo ${#x}'",
 		     NULL);
 	IT_ASSERT_EXIT(r, 0, "the user, its home, the locale");
 	cr_assert_str_eq(r.out,
-			 "sandbox\n/home/sandbox C.UTF-8\nhome-writable\n");
+			 "sandbox\n/home/sandbox C.UTF-8\nhome-writable\n1\n");
 	it_result_free(&r);
 	r = it_hutch("sh", s,
 		     "PYTHONPATH=. python3 -m pytest -q -p no:cacheprovider",
