@@ -1,11 +1,16 @@
 /*
  * hostile.c - what the attacker's tests share (hostile.h)
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "hostile.h"
 
@@ -27,4 +32,23 @@ void hostile_install_tool(const char *name, const char *dir)
 {
 	hostile_sh("install -m 0755 '%s/%s' '%s/%s'", HOSTILE_TOOLS, name, dir,
 		   name);
+}
+
+int hostile_race_begin(void)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/hutch-hostile-race-%d.lock",
+		 (int)getppid());
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(flock(fd, LOCK_EX), 0, "flock %s: %s", path,
+		     strerror(errno));
+	return fd;
+}
+
+void hostile_race_end(int lock)
+{
+	close(lock); /* the lock goes with it */
 }

@@ -25,6 +25,7 @@ IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
 	char host[64], path[32];
 	it_opts bg = { .limit = 200 };
 	it_proc racer;
+	int race;
 	it_result r;
 	int landed = 0, refused = 0;
 
@@ -52,6 +53,7 @@ IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
 				       "/workspace/stop",
 				       NULL };
 
+		race = hostile_race_begin();
 		it_spawn(&racer, &bg, args);
 	}
 
@@ -72,6 +74,7 @@ IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
 	IT_ASSERT_EXIT(r, 0, "stop the racer");
 	it_result_free(&r);
 	r = it_wait(&racer);
+	hostile_race_end(race);
 	IT_ASSERT_EXIT(r, 0, "the racer");
 	cr_assert(atol(r.out) > 1000, "the racer did not race: %s", r.out);
 	cr_log_info("racer: %.*s; writes landed %d, refused %d",
@@ -109,6 +112,7 @@ IT_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out)
 	char host[64], moved[32];
 	it_opts bg = { .limit = 200 };
 	it_proc racer;
+	int race;
 	it_result r;
 	int done = 0, refused = 0;
 
@@ -137,6 +141,7 @@ IT_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out)
 				       "/workspace/stop",
 				       NULL };
 
+		race = hostile_race_begin();
 		it_spawn(&racer, &bg, args);
 	}
 
@@ -165,6 +170,7 @@ IT_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out)
 	IT_ASSERT_EXIT(r, 0, "stop the racer");
 	it_result_free(&r);
 	r = it_wait(&racer);
+	hostile_race_end(race);
 	IT_ASSERT_EXIT(r, 0, "the racer");
 	cr_assert(atol(r.out) > 1000, "the racer did not race: %s", r.out);
 	cr_log_info("racer: %.*s; calls done %d, refused %d",

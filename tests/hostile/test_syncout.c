@@ -161,6 +161,7 @@ static void raced_sync_out(void)
 	char base[64], ws[128], canarydir[128], out[192], p[PATH_MAX];
 	it_opts bg = { .limit = 200 };
 	it_proc racer;
+	int race;
 	it_result r;
 	int refused = 0;
 
@@ -202,6 +203,7 @@ static void raced_sync_out(void)
 				       "/workspace/stop",
 				       NULL };
 
+		race = hostile_race_begin();
 		it_spawn(&racer, &bg, args);
 	}
 	/* The racer is running once out/s has moved at least once. */
@@ -230,6 +232,7 @@ static void raced_sync_out(void)
 	snprintf(p, sizeof(p), "%s/stop", ws);
 	write_text(p, "", 0644);
 	r = it_wait(&racer);
+	hostile_race_end(race);
 	IT_ASSERT_EXIT(r, 0, "the racer");
 	cr_assert(strstr(r.out, " swaps") && atol(r.out) > 1000,
 		  "the racer did not race: %s", r.out);
