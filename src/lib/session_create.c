@@ -235,7 +235,7 @@ int hutch__session_ensure_volume(hutch_session *s, hutch_error **err)
 {
 	json_object *vol = NULL, *labels;
 	char owner[64];
-	long long latest;
+	long long latest, age;
 	int rc, attempt, mine;
 
 	for (attempt = 0; attempt < 2; attempt++) {
@@ -278,15 +278,24 @@ int hutch__session_ensure_volume(hutch_session *s, hutch_error **err)
 			 * or left by a call that died (takeover) is ours to
 			 * bring back.  Its maker is at most a few requests
 			 * from its next step: a record whose last volume is
-			 * older than RECORD_SETTLE_S was left, not being made
-			 * (a container removed from outside).  A clock ahead
-			 * of ours makes it look young: the wait is bounded by
-			 * our own clock too (hutch_session_ensure).
+			 * older than RECORD_SETTLE_S was most likely left,
+			 * not being made (a container removed from outside).
+			 * Only most likely: a loaded machine can hold a maker
+			 * up longer, so until such a record is older than any
+			 * call runs (RACE_GIVEUP_MS) it is `foreign`, and its
+			 * settings failing here are its maker's, not this
+			 * call's (hutch_session_ensure).  A clock ahead of
+			 * ours makes it look young: the wait is bounded by our
+			 * own clock too.
 			 */
+			age = (long long)time(NULL) - latest;
 			if (rc == 0 && !mine && !s->ensure.settled &&
-			    !s->ensure.takeover && latest &&
-			    (long long)time(NULL) - latest < RECORD_SETTLE_S)
-				rc = WAIT_FOR_MAKER;
+			    !s->ensure.takeover && latest) {
+				if (age < RECORD_SETTLE_S || s->ensure.held_off)
+					rc = WAIT_FOR_MAKER;
+				else if (age <= RACE_GIVEUP_MS / 1000)
+					s->ensure.foreign = 1;
+			}
 			json_object_put(vol);
 			return rc;
 		}

@@ -16,7 +16,6 @@
 /* How long a process that lost the creation race waits for the winner to
  * start the container before it finishes the job itself. */
 #define RACE_TAKEOVER_MS 10000
-#define RACE_GIVEUP_MS 60000
 
 /* What an inspection of the session's container found. */
 struct seen {
@@ -121,6 +120,7 @@ static int create(hutch_session *s, hutch_error **err)
 
 	if (hutch__session_reset_unasked(s) < 0)
 		return hutch__error_oom(err);
+	s->ensure.foreign = 0;
 	rc = hutch__session_ensure_volume(s, err);
 	if (rc != 0)
 		return rc;
@@ -224,6 +224,8 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 	s->ensure.made_id[0] = '\0';
 	s->ensure.settled = 0;
 	s->ensure.takeover = 0;
+	s->ensure.foreign = 0;
+	s->ensure.held_off = 0;
 	s->ensure.vol_token[0] = '\0';
 	if (hutch__random_hex(s->ensure.token, sizeof(s->ensure.token)) < 0)
 		return hutch__error_set(
@@ -301,20 +303,27 @@ int hutch_session_ensure(hutch_session *s, int *created, hutch_error **err)
 			    (rc = hutch__session_remove_container(
 				     s, s->ensure.made_id, &lerr)) == 0)
 				s->ensure.made_id[0] = '\0';
-			if (rc < 0 && (s->ensure.takeover || adopted) &&
+			if (rc < 0 &&
+			    (s->ensure.takeover || s->ensure.foreign ||
+			     adopted) &&
 			    !s->new_record) {
 				/* A record taken over from a maker we took
-				 * for dead, whose settings failed: not ours
-				 * (nor, once that happened, a record of the
-				 * same maker grown too old to wait for).  A
-				 * maker that was only slow removes it when
-				 * it fails in turn; wait for that again. */
+				 * for dead, or one old enough to look left
+				 * but young enough that its maker may be at
+				 * work (a loaded machine), whose settings
+				 * failed: not ours.  A maker that was only
+				 * slow removes it when it fails in turn; wait
+				 * for that again, and hold off its record
+				 * meanwhile (held_off), for trying it at
+				 * once would only take the name from it. */
 				if (s->ensure.made_id[0])
 					hutch__session_remove_container(
 						s, s->ensure.made_id, NULL);
 				s->ensure.made_id[0] = '\0';
 				made = 0;
 				s->ensure.takeover = 0;
+				s->ensure.foreign = 0;
+				s->ensure.held_off = 1;
 				waiting = now;
 				adopted_failure(&adopted, &lerr);
 				hutch__sleep_ms(100);

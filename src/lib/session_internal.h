@@ -62,6 +62,9 @@ enum {
  * (whole seconds, as the engines stamp them) may be a racer's, which is
  * making its container right now. */
 #define RECORD_SETTLE_S 4
+/* How long hutch_session_ensure() tries at most; a record younger than
+ * this may still have a maker at work. */
+#define RACE_GIVEUP_MS 60000
 
 /* hutch__ensure_state.made_volumes */
 #define MADE_WORKSPACE_VOLUME 1
@@ -85,6 +88,10 @@ struct hutch__ensure_state {
 			       paused: its record is in use */
 	int takeover;	       /* waited long enough for the call that made
 			       the record to make its container */
+	int foreign;	       /* adopted another call's record, young enough
+			       that its maker may still be at work */
+	int held_off;	       /* another call's settings failed here once:
+			       wait for its maker before trying them again */
 	int probe_user;	       /* the user is the default 1000:1000: look for
 			       the image's "sandbox" once it runs */
 	long vol_uid, vol_gid; /* owner the engine gave the workspace volume

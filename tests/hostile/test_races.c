@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -384,6 +385,119 @@ IT_TEST(races, bad_user_fails_alone)
 		json_object_put(ctr);
 		remove_session(s);
 	}
+}
+
+/*
+ * A maker held up longer than RECORD_SETTLE_S (a loaded machine: seen
+ * under the sanitizers) leaves a record that looks left.  A lazy `exec`
+ * that brings it up meets the maker's settings failing (a user the image
+ * lacks): that failure is the maker's.  The exec waits while the maker
+ * fails in turn and removes its volume, then makes its own session.
+ *
+ * The maker is played by the test: a workspace volume with the labels
+ * hutch writes (taken from a real session), asking for user "ghost", older
+ * than RECORD_SETTLE_S; it is removed once the exec has tried it (a
+ * container of the session came and went).  Before the fix the exec
+ * failed at once with "session user 'ghost' is not in the container's
+ * /etc/passwd".
+ */
+/* Older than session_internal.h's RECORD_SETTLE_S (4 s). */
+#define LEFT_RECORD_AGE 5.5
+/* How long the exec may take to try the record: a bound on a hang, not
+ * a measured time. */
+#define TRY_LIMIT 30.0
+
+static int exited(const it_proc *p)
+{
+	siginfo_t info = { 0 };
+
+	return waitid(P_PID, p->pid, &info, WEXITED | WNOHANG | WNOWAIT) ==
+		       0 &&
+	       info.si_pid == p->pid;
+}
+
+IT_TEST(races, a_slow_makers_failing_record_is_not_the_callers)
+{
+	const char *s = it_session();
+	char path[256], *body = NULL, token[25];
+	json_object *vol, *labels, *req, *ctr;
+	const char *ghost_user;
+	size_t len = 0;
+	it_proc p;
+	it_result r;
+	double t0;
+	long st;
+	int seen = 0;
+
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch up S (for its labels)");
+	it_result_free(&r);
+	snprintf(path, sizeof(path), "/volumes/hutch-%s", s);
+	st = it_api("GET", path, &body, &len);
+	cr_assert_eq(st, 200, "inspect the workspace volume: HTTP %ld", st);
+	vol = it_json(body, len);
+	free(body);
+	remove_session(s);
+
+	/* The maker's record: its own token, and a user the image lacks. */
+	snprintf(token, sizeof(token), "%08x%08x%08x", (unsigned)getpid(),
+		 (unsigned)time(NULL), (unsigned)random());
+	labels = jget(vol, "Labels");
+	cr_assert_not_null(labels, "the volume has no labels");
+	ghost_user = "ghost";
+	json_object_object_add(labels, "dev.hutch.user",
+			       json_object_new_string(ghost_user));
+	json_object_object_add(labels, "dev.hutch.creation",
+			       json_object_new_string(token));
+	req = json_object_new_object();
+	json_object_object_add(req, "Name", json_object_new_string(path + 9));
+	json_object_object_add(req, "Labels", json_object_get(labels));
+	st = it_api_json("POST", "/volumes/create",
+			 json_object_to_json_string(req), NULL, NULL);
+	cr_assert_eq(st, 201, "plant the maker's record: HTTP %ld", st);
+	json_object_put(req);
+	json_object_put(vol);
+	it_sleep(LEFT_RECORD_AGE);
+
+	{
+		const char *argv[] = { "exec", s, "--", "true", NULL };
+
+		it_spawn(&p, NULL, argv);
+	}
+	/* The exec tries the record: a container of the session comes and
+	 * goes (or, before the fix, the exec ends). */
+	t0 = it_now();
+	while (!exited(&p) && it_now() - t0 < TRY_LIMIT) {
+		int n = it_count_containers(s);
+
+		if (n > 0)
+			seen = 1;
+		else if (seen)
+			break;
+		it_sleep(0.02);
+	}
+	/* The maker fails in turn and removes the volume it made; while a
+	 * container the exec made of it is there the engine refuses. */
+	t0 = it_now();
+	while ((st = it_api("DELETE", path, NULL, NULL)) == 409 &&
+	       it_now() - t0 < TRY_LIMIT)
+		it_sleep(0.1);
+	cr_assert(st == 204 || st == 404,
+		  "remove the maker's workspace volume: HTTP %ld", st);
+
+	r = it_wait(&p);
+	IT_ASSERT_EXIT(r, 0,
+		       "exec on a session whose maker's settings failed");
+	cr_assert_null(strstr(r.err, ghost_user),
+		       "the exec speaks of the maker's user:\n%s", r.err);
+	it_result_free(&r);
+	ctr = inspect(s);
+	expect_one_session(s, 0, ctr);
+	cr_assert(!label(ctr, "dev.hutch.user") ||
+			  strcmp(label(ctr, "dev.hutch.user"), ghost_user) != 0,
+		  "the session runs as the failed maker's user");
+	json_object_put(ctr);
+	remove_session(s);
 }
 
 /*
