@@ -411,8 +411,7 @@ static int exited(const it_proc *p)
 {
 	siginfo_t info = { 0 };
 
-	return waitid(P_PID, p->pid, &info, WEXITED | WNOHANG | WNOWAIT) ==
-		       0 &&
+	return waitid(P_PID, p->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 	       info.si_pid == p->pid;
 }
 
@@ -486,8 +485,7 @@ IT_TEST(races, a_slow_makers_failing_record_is_not_the_callers)
 		  "remove the maker's workspace volume: HTTP %ld", st);
 
 	r = it_wait(&p);
-	IT_ASSERT_EXIT(r, 0,
-		       "exec on a session whose maker's settings failed");
+	IT_ASSERT_EXIT(r, 0, "exec on a session whose maker's settings failed");
 	cr_assert_null(strstr(r.err, ghost_user),
 		       "the exec speaks of the maker's user:\n%s", r.err);
 	it_result_free(&r);
