@@ -717,6 +717,56 @@ int hutch__session_default_user(hutch_session *s, hutch_error **err)
 	return s->user ? 0 : hutch__error_oom(err);
 }
 
+/* 1 when volume `name` is there without hutch's labels (an engine made
+ * it), 0 otherwise, a failed look included. */
+static int engine_made(hutch_session *s, const char *name)
+{
+	json_object *vol = NULL, *labels = NULL;
+	int made = 0;
+
+	if (hutch__session_volume_get(s, name, &vol, NULL) == 0) {
+		json_object_object_get_ex(vol, "Labels", &labels);
+		made = !hutch__label_get(labels, HUTCH_LABEL_SESSION);
+	}
+	json_object_put(vol);
+	return made;
+}
+
+/*
+ * The container this call just made mounts the session's two volumes by
+ * name, and an engine makes a volume of that name, unlabelled, when there
+ * is none: a volume seen a moment ago and removed since (a failed maker's
+ * cleanup, while this call brought up its record) comes back as nobody's,
+ * and every later call would refuse it as "not made by hutch".  0 when
+ * both are hutch's; else the container and the volumes the engine made
+ * for it go (looked at again first: a racer doing the same may have
+ * removed one, and another made a record since; the engines refuse to
+ * remove a volume in use) and HUTCH_ECONFLICT tells hutch_session_ensure
+ * to look again.  A failed look counts as hutch's: nothing is removed on
+ * doubt.
+ */
+static int mounts_labelled(hutch_session *s, hutch_error **err)
+{
+	const char *name[2] = { s->volume, s->sysvol };
+	int made[2];
+
+	for (int i = 0; i < 2; i++)
+		made[i] = engine_made(s, name[i]);
+	if (!made[0] && !made[1])
+		return 0;
+	hutch__api_container_remove(s->engine, s->ensure.made_id, 1,
+				    "remove the session's container", NULL);
+	s->ensure.made_id[0] = '\0';
+	for (int i = 0; i < 2; i++)
+		if (made[i] && engine_made(s, name[i]))
+			hutch__api_volume_remove(
+				s->engine, name[i],
+				"remove a volume the engine made", NULL);
+	return hutch__error_set(err, HUTCH_ECONFLICT,
+				"a session volume went while its container "
+				"was made; trying again");
+}
+
 int hutch__session_create_container(hutch_session *s, hutch_error **err)
 {
 	struct hutch__container_spec sp;
@@ -746,6 +796,8 @@ int hutch__session_create_container(hutch_session *s, hutch_error **err)
 					 "create the session's container", err);
 	free(bind);
 	json_object_put(labels);
+	if (rc == 0)
+		rc = mounts_labelled(s, err);
 	if (rc == HUTCH_ENOTFOUND)
 		hutch__error_wrap(
 			err, rc,
