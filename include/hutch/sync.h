@@ -1,17 +1,20 @@
 /*
  * hutch/sync.h - copy a host directory into a session's workspace and back
  *
- * Both directions stream a tar archive through the engine's archive API
- * (PUT/GET /containers/NAME/archive) over one connection: the archive is
- * made or unpacked with libarchive while it travels, so memory stays the
- * same whatever the size of the tree.  No process is spawned.
+ * Both directions stream a tar archive, made or unpacked with libarchive
+ * while it travels, so memory stays the same whatever the size of the
+ * tree.  No process is spawned on the host.
  *
- * sync-in copies the *contents* of a host directory into /workspace (as
- * `docker cp DIR/. C:/workspace`): symlinks are stored as symlinks and
- * never followed, modes, mtimes and empty directories are kept, sockets,
- * fifos and devices are skipped.  Inside the container the files belong to
- * the session's user.  Existing files in /workspace are overwritten, others
- * are left alone.
+ * sync-in copies the *contents* of a host directory into /workspace, or
+ * into a directory under it (as `docker cp DIR/. C:/workspace/DEST`), or
+ * one regular file: symlinks are stored as symlinks and never followed,
+ * modes (without set-id bits), mtimes and empty directories are kept,
+ * sockets, fifos and devices are skipped.  The archive goes on the stdin
+ * of hutch's agent in the session (an exec, as a command's), which
+ * unpacks it as the session's user: never through the engine's archive
+ * API, which extracts as root through whatever the session put in the way.
+ * Existing files and symlinks are replaced, directories never; others are
+ * left alone.  sync-out reads through the engine's archive API (GET).
  *
  * sync-out copies the contents of /workspace, or of one path under it, into
  * a host directory (as `docker cp C:/workspace/. DIR`).  Whatever the
@@ -64,7 +67,8 @@ typedef struct {
 typedef int (*hutch_sync_progress_cb)(const hutch_sync_stats *stats,
 				      void *payload);
 
-#define HUTCH_SYNC_OPTIONS_VERSION 1
+/* Version 1 ends at `cancel`; both versions are taken. */
+#define HUTCH_SYNC_OPTIONS_VERSION 2
 
 typedef struct {
 	unsigned int version; /* HUTCH_SYNC_OPTIONS_VERSION */
@@ -76,24 +80,40 @@ typedef struct {
 	hutch_sync_progress_cb progress; /* may be NULL */
 	void *payload;
 	hutch_cancel *cancel; /* may be NULL; borrowed */
+	/* Version 2.  sync-in: where in the workspace the copy lands
+	 * (relative to /workspace, or absolute under it; no ".."): a
+	 * directory's contents go into it, made when missing, a single file
+	 * is written as it.  NULL or "": /workspace itself, where a single
+	 * file keeps its name.  Ignored by sync-out. */
+	const char *dest;
+	/* Version 2.  sync-out: the name the copied path takes in the host
+	 * directory (one component): a directory is made as HOSTDIR/AS with
+	 * its contents below, a file lands as HOSTDIR/AS.  NULL: a
+	 * directory's contents land in HOSTDIR itself, a file as
+	 * HOSTDIR/BASENAME.  Ignored by sync-in. */
+	const char *as;
 } hutch_sync_options;
 
-#define HUTCH_SYNC_OPTIONS_INIT                                       \
-	{                                                             \
-		HUTCH_SYNC_OPTIONS_VERSION, NULL, 0, NULL, NULL, NULL \
+#define HUTCH_SYNC_OPTIONS_INIT                                              \
+	{                                                                    \
+		HUTCH_SYNC_OPTIONS_VERSION, NULL, 0, NULL, NULL, NULL, NULL, \
+			NULL                                                 \
 	}
 
 /*
- * Copy the contents of `hostdir` into the session's /workspace.  The
+ * Copy the contents of directory `hostdir`, or the regular file it names,
+ * into the session's /workspace (opts->dest: where in it, version 2).  The
  * session is created or started when needed.  `opts` may be NULL.  `out`
  * (may be NULL) receives the figures on success and is untouched on
  * failure.
  *
- * Returns 0; HUTCH_EINVALID (hostdir missing or not a directory, bad
- * exclude pattern, bad options); HUTCH_ECANCELLED; an engine error (its
- * message kept); HUTCH_EFAILED when reading the host tree failed (the
- * message names the file).  What was sent before a failure stays in the
- * workspace.
+ * Returns 0; HUTCH_EINVALID (hostdir missing or neither a directory nor a
+ * regular file, dest outside /workspace or a directory where a file is to
+ * go, bad exclude pattern, bad options); HUTCH_EESCAPE (dest resolves
+ * outside the workspace through a symlink in it); HUTCH_ECANCELLED; an
+ * engine error (its message kept); HUTCH_EFAILED when reading the host
+ * tree or writing the workspace failed (the message names the file).  What
+ * was sent before a failure stays in the workspace.
  */
 int hutch_sync_in(hutch_sync_stats *out, hutch_session *session,
 		  const char *hostdir, const hutch_sync_options *opts,

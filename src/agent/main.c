@@ -19,6 +19,14 @@ struct command {
 	bool use; /* counts as a use of the session (agent_mark_used) */
 };
 
+/* "used": the use is marked by main() before any command runs. */
+static int agent_used(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return HUTCH_AGENT_EXIT_OK;
+}
+
 static const struct command commands[] = {
 	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "",
 	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point); "
@@ -53,6 +61,12 @@ static const struct command commands[] = {
 	  false },
 	{ HUTCH_AGENT_CMD_CONNECT, agent_connect, "PORT",
 	  "relay stdin and stdout to 127.0.0.1:PORT", true },
+	{ HUTCH_AGENT_CMD_UNTAR, agent_untar, "[--root DIR] [--] [DEST]",
+	  "unpack a tar from stdin into DEST under the workspace (made when "
+	  "missing), as the session's user; one JSON object on stdout",
+	  true },
+	{ HUTCH_AGENT_CMD_USED, agent_used, "",
+	  "count as a use of the session, and do nothing else", true },
 	{ HUTCH_AGENT_CMD_FS, agent_fs,
 	  "[--root DIR] read|write|edit|grep|find|ls ARGS...",
 	  "file tools confined to the workspace; one JSON object on stdout",

@@ -158,7 +158,7 @@ int cli_write_all(int fd, const char *buf, size_t len);
 
 /* The commands, each in its file (cmd_NAME.c); the table is commands.c's. */
 extern const cli_command cli_cmd_up, cli_cmd_exec, cli_cmd_sh, cli_cmd_sync_in,
-	cli_cmd_sync_out, cli_cmd_read, cli_cmd_write, cli_cmd_edit,
+	cli_cmd_cp, cli_cmd_sync_out, cli_cmd_read, cli_cmd_write, cli_cmd_edit,
 	cli_cmd_grep, cli_cmd_find, cli_cmd_ls, cli_cmd_rm_file,
 	cli_cmd_mv_file, cli_cmd_sessions, cli_cmd_rm, cli_cmd_gc,
 	cli_cmd_doctor, cli_cmd_batch, cli_cmd_mcp;

@@ -144,8 +144,9 @@ static const cli_option sync_out_options[] = {
 const cli_command cli_cmd_sync_in = {
 	.name = "sync-in",
 	.fn = cmd_sync_in,
-	.synopsis = "SESSION HOSTDIR [options]",
-	.about = "copy host HOSTDIR into the workspace",
+	.synopsis = "SESSION HOSTPATH [DEST] [options]",
+	.about = "copy host directory HOSTPATH's contents (or a file) into "
+		 "the workspace, or DEST in it",
 	.shortopts = "h",
 	.opts = { sync_in_options },
 };
@@ -199,14 +200,15 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 			goto out;
 		}
 	}
-	if (argc - optind != 2 && (in || argc - optind != 3)) {
+	if (argc - optind != 2 && argc - optind != 3) {
 		cli_usage_error(cmd);
 		goto out;
 	}
 	name = argv[optind];
 	hostdir = argv[optind + 1];
-	if (!in && argc - optind == 3)
+	if (argc - optind == 3)
 		path = argv[optind + 2];
+	so.dest = in ? path : NULL;
 	so.exclude = excl.v;
 	so.exclude_count = excl.n;
 	ps.tty = isatty(STDERR_FILENO);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -109,6 +110,46 @@ int hutch__open_beneath(int root, const char *rel, int flags)
 int hutch__open_nosymlinks(const char *path, int flags)
 {
 	return open2(AT_FDCWD, path, flags, 0);
+}
+
+int hutch__open_any_nosymlinks(const char *path, int flags)
+{
+	char *copy, *base;
+	struct stat st;
+	int dfd, fd, saved;
+
+	fd = hutch__open_nosymlinks(path, flags);
+	if (fd >= 0 || errno != ENOTDIR)
+		return fd;
+	/* Not a directory: its parent held as above, then the name in it,
+	 * never followed. */
+	if (!(copy = strdup(path)))
+		return -1;
+	base = strrchr(copy, '/');
+	if (base == copy) {
+		dfd = hutch__open_nosymlinks("/", O_PATH);
+		base++;
+	} else if (base) {
+		*base++ = '\0';
+		dfd = hutch__open_nosymlinks(copy, O_PATH);
+	} else {
+		dfd = hutch__open_nosymlinks(".", O_PATH);
+		base = copy;
+	}
+	fd = dfd < 0 ? -1 : openat(dfd, base, flags | O_NOFOLLOW | O_CLOEXEC);
+	/* O_PATH with O_NOFOLLOW opens a symlink itself: refused the same. */
+	if (fd >= 0 && (flags & O_PATH) && fstat(fd, &st) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		close(fd);
+		fd = -1;
+		errno = ELOOP;
+	}
+	saved = errno;
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
+	errno = saved;
+	return fd;
 }
 
 void hutch__beneath_force_walk(int on)

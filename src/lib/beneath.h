@@ -28,6 +28,14 @@ int hutch__open_beneath(int root, const char *rel, int flags);
  */
 int hutch__open_nosymlinks(const char *path, int flags);
 
+/*
+ * The same for a path that may also name a file: a directory as above;
+ * anything else opened with `flags` | O_NOFOLLOW | O_CLOEXEC in its
+ * parent, held as above.  -1 with ELOOP when the last component is a
+ * symlink (also with O_PATH).
+ */
+int hutch__open_any_nosymlinks(const char *path, int flags);
+
 /* Tests only: walk one component at a time as on kernels without
  * openat2(), to test that path too. */
 void hutch__beneath_force_walk(int on);

@@ -382,22 +382,3 @@ char *hutch__api_archive_file(hutch_engine *e, const char *container,
 	hutch__response_free(&resp);
 	return data;
 }
-
-int hutch__api_archive_put_stream(hutch_engine *e, const char *container,
-				  const char *path, hutch__source_fn source,
-				  void *payload, const char *what,
-				  hutch_error **err)
-{
-	hutch__request req = { .method = "PUT",
-			       .source = source,
-			       .source_payload = payload,
-			       .content_type = "application/x-tar" };
-	hutch__response resp = HUTCH__RESPONSE_INIT;
-	int rc = archive_call(e, container, path, &req, &resp, err);
-
-	if (rc == 0 && resp.status != 200)
-		rc = hutch__engine_error(err, resp.status, resp.body.data,
-					 resp.body.len, what);
-	hutch__response_free(&resp);
-	return rc;
-}

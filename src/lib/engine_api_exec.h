@@ -143,15 +143,4 @@ char *hutch__api_archive_file(hutch_engine *e, const char *container,
 			      const char *path, size_t max, long *status,
 			      hutch_error **err);
 
-/*
- * PUT a tar, pulled from `source`, into directory `path` of `container`
- * (no noOverwriteDirNonDir: what the tar has replaces what was there, of
- * any type, as docker cp does).  Returns 0 when the engine answered 200, else the
- * transfer's or the engine's error, starting with `what`.
- */
-int hutch__api_archive_put_stream(hutch_engine *e, const char *container,
-				  const char *path, hutch__source_fn source,
-				  void *payload, const char *what,
-				  hutch_error **err);
-
 #endif

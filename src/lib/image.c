@@ -795,48 +795,6 @@ static int import_dir(hutch_engine *e, int fd, const char *ref, char **changes,
 	return rc;
 }
 
-/*
- * The source, through no symlink anywhere on its path, as sync's host
- * directory: a root filesystem may be a tree a session can write (one
- * built in a bind-mounted workspace), which could otherwise swap it, or a
- * directory on its path, for a symlink to the user's home just before it
- * is opened, and have it sent into an image its next session reads.  What
- * lies inside a directory is never followed either (the walk).  A file is
- * opened in its directory, held so, without following it.
- */
-static int open_source(const char *src)
-{
-	char *copy, *base;
-	int dfd, fd, saved;
-
-	fd = hutch__open_nosymlinks(src, O_RDONLY);
-	if (fd >= 0 || errno != ENOTDIR)
-		return fd;
-	if (!(copy = strdup(src)))
-		return -1;
-	base = strrchr(copy, '/');
-	if (base == copy) {
-		dfd = hutch__open_nosymlinks("/", O_PATH);
-		base++;
-	} else if (base) {
-		*base++ = '\0';
-		dfd = hutch__open_nosymlinks(copy, O_PATH);
-	} else {
-		dfd = hutch__open_nosymlinks(".", O_PATH);
-		base = copy;
-	}
-	fd = dfd < 0 ? -1 :
-		       openat(dfd, base,
-			      O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW |
-				      O_CLOEXEC);
-	saved = errno;
-	if (dfd >= 0)
-		close(dfd);
-	free(copy);
-	errno = saved;
-	return fd;
-}
-
 int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 		       const hutch_image_import_options *given, char **id,
 		       hutch_error **err)
@@ -888,7 +846,14 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 			return 1;
 		}
 	}
-	fd = open_source(src);
+	/* The source, through no symlink anywhere on its path, as sync's
+	 * host directory: a root filesystem may be a tree a session can
+	 * write (one built in a bind-mounted workspace), which could
+	 * otherwise swap it, or a directory on its path, for a symlink to
+	 * the user's home just before it is opened, and have it sent into
+	 * an image its next session reads.  What lies inside a directory is
+	 * never followed either (the walk). */
+	fd = hutch__open_any_nosymlinks(src, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return hutch__error_set(
 			err, errno == ENOENT ? HUTCH_ENOTFOUND : HUTCH_EINVALID,

@@ -439,46 +439,6 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
 				      0, data, len, what, err);
 }
 
-/*
- * Record a use of the session that did not go through the agent (sync-in,
- * sync-out use the archive API): what the agent does for a command, as a
- * tiny archive PUT of the record, owned by the session user as when the
- * agent makes it.  Only where the record exists: a container made by an
- * older hutch has an agent that does not keep it, and must not get a
- * record that its commands would never update (the agent made the file
- * when the container started).  Best effort: errors are dropped.
- */
-void hutch__session_mark_used(hutch_session *s, unsigned int uid,
-			      unsigned int gid)
-{
-	char buf[8192], stat[1024];
-	size_t used = 0;
-	struct archive *a;
-	const char *file = HUTCH_LAST_USED_FILE;
-	int ok;
-
-	if (hutch__api_archive_stat(s->engine, s->container,
-				    HUTCH_LAST_USED_PATH, stat, sizeof(stat),
-				    NULL) != 1 ||
-	    hutch__dl_archive(NULL) < 0)
-		return;
-	a = archive_write_new();
-	ok = a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
-	     archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
-	     archive_write_open_memory(a, buf, sizeof(buf), &used) ==
-		     ARCHIVE_OK &&
-	     hutch__tar_add_owned(a, file, AE_IFREG, 0666, uid, gid, NULL, 0) ==
-		     0 &&
-	     archive_write_close(a) == ARCHIVE_OK;
-
-	archive_write_free(a);
-	if (ok)
-		hutch__api_archive_put(s->engine, s->container,
-				       HUTCH_AGENT_DIR "/" HUTCH_USE_DIR, 0,
-				       buf, used, "record the session's use",
-				       NULL);
-}
-
 /* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
 static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 		   unsigned int uid, unsigned int gid)

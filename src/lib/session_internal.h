@@ -237,11 +237,6 @@ int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
  * owned as agent_blob.h says.  `what` starts the error message. */
 int hutch__session_put_agent(hutch_session *s, hutch_error **err);
 
-/* Record a use of the session (HUTCH_LAST_USED_PATH, now) for work that
- * does not run the agent; uid:gid own the record.  Best effort. */
-void hutch__session_mark_used(hutch_session *s, unsigned int uid,
-			      unsigned int gid);
-
 /* The "sandbox" account of image `id` if this process has read it: 1 and
  * *uid, *gid (-1 when the image has none).  0: the caller is to read it
  * and then call _keep with the answer, or _drop when it could not; while

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,41 +18,71 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include <hutch/sync.h>
 
-#include "account.h"
+#include "agent_blob.h"
 #include "beneath.h"
 #include "common.h"
 #include "dl.h"
 #include "engine_api_exec.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "exec_internal.h"
 #include "glob.h"
+#include "json.h"
+#include "secrets.h"
 #include "session_internal.h"
 #include "sync_internal.h"
 
 #define WORKSPACE "/workspace"
 /* How often the progress callback may run. */
 #define PROGRESS_EVERY_MS 100
+/* The agent's answer to an untar: a few counts, or one error. */
+#define UNTAR_ANSWER_MAX (64u * 1024u)
+/* A run of the agent that only marks a use of the session. */
+#define MARK_USED_TIMEOUT_MS 10000
 
 /* ---- options, paths -------------------------------------------------- */
 
-static int check_opts(const hutch_sync_options *o, hutch_error **err)
+/* The caller's options as version 2 in `o` (a version-1 caller's end
+ * before `dest`: the rest get their defaults), checked. */
+static int take_opts(hutch_sync_options *o, const hutch_sync_options *in,
+		     hutch_error **err)
 {
-	if (o && o->version != HUTCH_SYNC_OPTIONS_VERSION)
+	static const hutch_sync_options defaults = HUTCH_SYNC_OPTIONS_INIT;
+
+	*o = defaults;
+	if (in && in->version != 1 && in->version != 2)
 		return hutch__error_set(
 			err, HUTCH_EINVALID,
-			"unsupported hutch_sync_options version %u",
-			o->version);
-	if (o && o->exclude_count && !o->exclude)
+			"unsupported hutch_sync_options version %u (1 or 2)",
+			in->version);
+	if (in && in->version == 1)
+		memcpy(o, in, offsetof(hutch_sync_options, dest));
+	else if (in)
+		*o = *in;
+	o->version = HUTCH_SYNC_OPTIONS_VERSION;
+	if (o->exclude_count && !o->exclude)
 		return hutch__error_set(err, HUTCH_EINVALID,
 					"exclude_count without exclude");
-	for (size_t i = 0; o && i < o->exclude_count; i++)
+	for (size_t i = 0; i < o->exclude_count; i++)
 		if (!o->exclude[i] || !hutch__glob_valid(o->exclude[i]))
 			return hutch__error_set(
 				err, HUTCH_EINVALID,
 				"invalid exclude pattern '%.200s'",
 				o->exclude[i] ? o->exclude[i] : "(null)");
+	/* One plain component: AS is made relative to the held host
+	 * directory, and a '/' or ".." would reach past it. */
+	if (o->as &&
+	    (!*o->as || strchr(o->as, '/') || strcmp(o->as, ".") == 0 ||
+	     strcmp(o->as, "..") == 0 || strlen(o->as) > NAME_MAX))
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"the name to copy as, '%.200s', must be one file name "
+			"(no '/', not '.' or '..')",
+			o->as);
 	return 0;
 }
 
@@ -152,23 +183,6 @@ static int driver_check(struct driver *d, int force)
 	return d->cancelled ? -1 : 0;
 }
 
-/* curl pulls the request body from the pipe. */
-static size_t source(char *buf, size_t len, void *payload)
-{
-	struct driver *d = payload;
-
-	for (;;) {
-		ssize_t n = hutch__pipe_read(d->pipe, buf, len, 100);
-
-		if (driver_check(d, 0) < 0)
-			return (size_t)-1;
-		if (n >= 0)
-			return (size_t)n;
-		if (n == -1)
-			return (size_t)-1; /* the walker failed */
-	}
-}
-
 /* curl pushes the answer into the pipe. */
 static int sink(const char *data, size_t len, void *payload)
 {
@@ -267,65 +281,248 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *job,
 	return 0;
 }
 
+/* The exec's input (the agent's stdin): the walker's archive, from the
+ * pipe. */
+static long feed(char *buf, size_t len, void *payload)
+{
+	struct driver *d = payload;
+
+	for (;;) {
+		ssize_t n = hutch__pipe_read(d->pipe, buf, len, 100);
+
+		if (driver_check(d, 0) < 0)
+			return -1;
+		if (n >= 0)
+			return (long)n;
+		if (n == -1)
+			return -1; /* the walker failed */
+	}
+}
+
+/* The agent's error code in an answer, as hutch's. */
+static int agent_code(const char *code)
+{
+#define ROW(word, legacy, hutch_code) { word, hutch_code },
+	static const struct {
+		const char *name;
+		int code;
+	} map[] = { HUTCH_AGENT_ERRORS(ROW) };
+#undef ROW
+
+	for (size_t i = 0; code && i < HUTCH_ARRAY_SIZE(map); i++)
+		if (strcmp(code, map[i].name) == 0)
+			return map[i].code;
+	return HUTCH_EFAILED;
+}
+
+/*
+ * Unpack the archive the walker writes into /workspace/`dest` ("." for
+ * the workspace itself) by the agent's "untar", which runs as the
+ * session's user (src/agent/untar.c says why not the engine's archive
+ * PUT: the engine extracts as root through what the session made of its
+ * workspace).  0, or the agent's error as hutch's.
+ */
+static int unpack_in_session(hutch_session *s, const char *dest,
+			     struct driver *d, hutch_error **err)
+{
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_UNTAR,
+			       "--", dest, NULL };
+	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
+	const hutch__secrets *secrets = hutch__session_redaction(s);
+	hutch_exec_result *res = NULL;
+	json_object *doc = NULL, *error = NULL, *v;
+	const char *data, *errdata, *code = NULL, *msg = NULL;
+	size_t len, errlen;
+	int rc, status;
+
+	eo.argv = argv;
+	eo.argc = 4;
+	eo.capture = 1;
+	eo.max_output = UNTAR_ANSWER_MAX;
+	eo.timeout_ms = 0; /* as long as the host tree takes */
+	eo.cancel = d->opts->cancel;
+	eo.on_input = feed;
+	eo.input_payload = d;
+	rc = hutch__exec_run(&res, s, &eo, HUTCH__EXEC_RAW, err);
+	if (rc < 0)
+		return rc;
+	if ((rc = hutch__exec_failure(res, "copy into the workspace", 0, err)) <
+	    0)
+		goto out;
+	status = hutch_exec_result_exit_code(res);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDOUT, &data, &len, NULL,
+				 NULL);
+	hutch_exec_result_output(res, HUTCH_STREAM_STDERR, &errdata, &errlen,
+				 NULL, NULL);
+	doc = hutch__json_parse(data, len);
+	if (doc && json_object_object_get_ex(doc, "error", &error)) {
+		if (json_object_object_get_ex(error, "code", &v) &&
+		    json_object_is_type(v, json_type_string))
+			code = json_object_get_string(v);
+		if (json_object_object_get_ex(error, "message", &v) &&
+		    json_object_is_type(v, json_type_string))
+			msg = json_object_get_string(v);
+	}
+	if (status == HUTCH_AGENT_EXIT_OK && doc && !error) {
+		rc = 0;
+	} else if (msg) {
+		rc = hutch__error_set(err, agent_code(code), "%s", msg);
+	} else {
+		rc = hutch__error_set(
+			err, HUTCH_EPROTO,
+			"the agent's unpacking ended with exit %d and no "
+			"answer: %.200s",
+			status, errlen ? errdata : data);
+	}
+	/* Messages quote names of the caller's files. */
+	if (rc < 0)
+		hutch__error_redact(err ? *err : NULL, secrets);
+out:
+	json_object_put(doc);
+	hutch_exec_result_free(res);
+	return rc;
+}
+
+/*
+ * The host path to copy in: a directory (an fd to list it, *single
+ * NULL) or a regular file (a bare handle, *single its name), opened once
+ * without following a symlink anywhere on its path (open_hostdir says
+ * why).
+ */
+static int open_source(const char *path, const char **single, hutch_error **err)
+{
+	struct stat st;
+	int fd, dfd;
+
+	*single = NULL;
+	if (!path || !*path)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"no host path given");
+	fd = hutch__open_any_nosymlinks(path, O_PATH);
+	if (fd < 0 && errno == ELOOP)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"host path '%.200s' goes through a symlink, which hutch "
+			"does not follow (a sandbox could have put it there): give "
+			"its real path, as `realpath` prints it",
+			path);
+	if (fd < 0)
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"cannot open host path '%.200s': %s",
+					path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+
+		close(fd);
+		return hutch__error_set(err, HUTCH_EINVALID,
+					"cannot open host path '%.200s': %s",
+					path, strerror(e));
+	}
+	if (S_ISREG(st.st_mode)) {
+		const char *base = strrchr(path, '/');
+
+		/* The handle is what is read (add_handle checks it). */
+		*single = base ? base + 1 : path;
+		return fd;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(fd);
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"host path '%.200s' is neither a directory nor a "
+			"regular file",
+			path);
+	}
+	/* This very directory, opened for listing. */
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(fd);
+	if (dfd < 0)
+		return hutch__error_set(
+			err, HUTCH_EINVALID,
+			"cannot open host directory '%.200s': %s", path,
+			strerror(errno));
+	return dfd;
+}
+
 int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		  const hutch_sync_options *opts, hutch_error **err)
 {
+	hutch_sync_options o;
 	struct hutch__pipe pipe;
 	struct hutch__sync_in job;
-	struct driver d = { .opts = opts, .pipe = &pipe, .live = &job.stats };
-	hutch_error *herr = NULL;
+	struct driver d = { .opts = &o, .pipe = &pipe, .live = &job.stats };
+	char *cpath = NULL, *rel, *slash, name[NAME_MAX + 1];
+	const char *dest;
 	pthread_t t;
 	int rc, fd;
 
 	d.t0 = hutch__now_ms();
 	memset(&job, 0, sizeof(job));
-	if ((rc = check_opts(opts, err)) < 0 ||
-	    (rc = hutch__dl_archive(err)) < 0)
+	if ((rc = take_opts(&o, opts, err)) < 0 ||
+	    (rc = hutch__dl_archive(err)) < 0 ||
+	    (rc = workspace_path(&cpath, o.dest, err)) < 0)
 		return rc;
-	fd = open_hostdir(hostdir, 0, err);
-	if (fd < 0)
+	/* "/workspace[/a/b]": the agent takes it relative. */
+	rel = cpath + sizeof(WORKSPACE) - 1;
+	dest = *rel ? rel + 1 : ".";
+	fd = open_source(hostdir, &job.single, err);
+	if (fd < 0) {
+		free(cpath);
 		return fd;
+	}
 	job.dirfd = fd;
-	if (opts) {
-		job.exclude = opts->exclude;
-		job.exclude_count = opts->exclude_count;
+	if (job.single && strcmp(dest, ".") != 0) {
+		/* A file given a destination is written as it: the agent
+		 * unpacks into its directory, under its name. */
+		slash = strrchr(rel + 1, '/');
+		snprintf(name, sizeof(name), "%s", slash ? slash + 1 : rel + 1);
+		if (slash)
+			*slash = '\0';
+		else
+			dest = ".";
+		job.single = name;
 	}
-	if ((rc = hutch_session_ensure(s, NULL, err)) < 0 ||
-	    (rc = hutch__session_owner(s, &job.uid, &job.gid, err)) < 0) {
-		close(fd);
-		return rc;
+	if (job.single && strlen(job.single) > NAME_MAX) {
+		rc = hutch__error_set(err, HUTCH_EINVALID,
+				      "the name '%.200s' is too long",
+				      job.single);
+		goto early;
 	}
+	job.exclude = o.exclude;
+	job.exclude_count = o.exclude_count;
+	if ((rc = hutch_session_ensure(s, NULL, err)) < 0)
+		goto early;
 	if (hutch__pipe_init(&pipe, HUTCH_SYNC_PIPE_CAP) < 0) {
-		close(fd);
-		return hutch__error_oom(err);
+		rc = hutch__error_oom(err);
+		goto early;
 	}
 	job.pipe = &pipe;
 	if ((rc = spawn(&t, hutch__sync_in_worker, &job, err)) < 0) {
-		close(fd);
 		hutch__pipe_destroy(&pipe);
-		return rc;
+		goto early;
 	}
-	/* noOverwriteDirNonDir is left off: what the host has replaces what
-	 * the workspace had, as docker cp does. */
-	rc = hutch__api_archive_put_stream(s->engine,
-					   hutch__session_container(s),
-					   WORKSPACE, source, &d,
-					   "copy into the workspace", &herr);
-	/* Whatever happened, the walker must stop writing now. */
-	hutch__pipe_close_read(&pipe, 0);
-	pthread_join(t, NULL);
-	if (job.rc < 0) {
-		/* The walker's failure is the cause of an aborted upload:
-		 * report it, not curl's "aborted". */
-		hutch_error_free(herr);
-		rc = hutch__error_pass(err, job.err, job.rc);
-		job.err = NULL;
-	} else if (d.cancelled) {
-		hutch_error_free(herr);
-		rc = hutch__error_set(err, HUTCH_ECANCELLED,
-				      "sync-in cancelled");
-	} else if (rc < 0) {
-		hutch__error_pass(err, herr, rc);
+	/* The worker owns job.dirfd now. */
+	fd = -1;
+	{
+		hutch_error *herr = NULL;
+
+		rc = unpack_in_session(s, dest, &d, &herr);
+		/* Whatever happened, the walker must stop writing now. */
+		hutch__pipe_close_read(&pipe, 0);
+		pthread_join(t, NULL);
+		if (job.rc < 0) {
+			/* The walker's failure is the cause of a stopped
+			 * upload: report it, not the cut archive. */
+			hutch_error_free(herr);
+			rc = hutch__error_pass(err, job.err, job.rc);
+			job.err = NULL;
+		} else if (d.cancelled) {
+			hutch_error_free(herr);
+			rc = hutch__error_set(err, HUTCH_ECANCELLED,
+					      "sync-in cancelled");
+		} else if (rc < 0) {
+			hutch__error_pass(err, herr, rc);
+		}
 	}
 	if (rc < 0) {
 		hutch__error_wrap(err, rc, "sync-in '%.200s' to session '%s'",
@@ -333,11 +530,37 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	} else {
 		driver_check(&d, 1);
 		finish_stats(out, &job.stats, &pipe, d.t0);
-		hutch__session_mark_used(s, job.uid, job.gid);
 	}
 	hutch_error_free(job.err);
 	hutch__pipe_destroy(&pipe);
+	free(cpath);
 	return rc;
+early:
+	if (fd >= 0)
+		close(fd);
+	free(cpath);
+	return rc;
+}
+
+/*
+ * A sync-out counts as a use of the session (hutch gc): the agent's "used"
+ * marks it as every command does, as the session's user.  Not a PUT of
+ * the record: the engine would write it as root in a directory every
+ * user of the session can write, and follow a symlink put there in time.
+ * Best effort: a failure here does not fail the copy.
+ */
+static void mark_used(hutch_session *s)
+{
+	const char *argv[] = { HUTCH_AGENT_RUN_PATH, HUTCH_AGENT_CMD_USED,
+			       NULL };
+	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
+	hutch_exec_result *res = NULL;
+
+	eo.argv = argv;
+	eo.argc = 2;
+	eo.timeout_ms = MARK_USED_TIMEOUT_MS;
+	if (hutch__exec_run(&res, s, &eo, HUTCH__EXEC_RAW, NULL) == 0)
+		hutch_exec_result_free(res);
 }
 
 /* What a sync-out came to, once the transfer and the unpacking worker are
@@ -381,9 +604,10 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		   const char *wpath, const hutch_sync_options *opts,
 		   hutch_error **err)
 {
+	hutch_sync_options o;
 	struct hutch__pipe pipe;
 	struct hutch__sync_out job;
-	struct driver d = { .opts = opts, .pipe = &pipe, .live = &job.stats };
+	struct driver d = { .opts = &o, .pipe = &pipe, .live = &job.stats };
 	hutch_error *herr = NULL;
 	char *cpath = NULL;
 	const char *shown;
@@ -392,7 +616,7 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 
 	d.t0 = hutch__now_ms();
 	memset(&job, 0, sizeof(job));
-	if ((rc = check_opts(opts, err)) < 0 ||
+	if ((rc = take_opts(&o, opts, err)) < 0 ||
 	    (rc = hutch__dl_archive(err)) < 0)
 		return rc;
 	if ((rc = workspace_path(&cpath, wpath, err)) < 0)
@@ -406,6 +630,7 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 	}
 	job.dirfd = fd;
 	job.top = strrchr(cpath, '/') + 1;
+	job.as = o.as;
 	if ((rc = hutch_session_ensure(s, NULL, err)) < 0)
 		goto early;
 	if (hutch__pipe_init(&pipe, HUTCH_SYNC_PIPE_CAP) < 0) {
@@ -429,14 +654,9 @@ int hutch_sync_out(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 				  "sync-out of '%.200s' from session '%s'",
 				  shown, hutch_session_name(s));
 	} else {
-		unsigned int uid, gid;
-
 		driver_check(&d, 1);
 		finish_stats(out, &job.stats, &pipe, d.t0);
-		/* Counts as a use of the session; the record stays its
-		 * user's (one inspection more, on a call that moves files). */
-		if (hutch__session_owner(s, &uid, &gid, NULL) == 0)
-			hutch__session_mark_used(s, uid, gid);
+		mark_used(s);
 	}
 	hutch_error_free(job.err);
 	hutch__pipe_destroy(&pipe);

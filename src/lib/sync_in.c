@@ -83,8 +83,10 @@ static void header_common(struct walk *w, const struct stat *st)
 	archive_entry_set_perm(w->entry, st->st_mode & 07777);
 	archive_entry_set_mtime(w->entry, st->st_mtim.tv_sec,
 				st->st_mtim.tv_nsec);
-	archive_entry_set_uid(w->entry, w->job->uid);
-	archive_entry_set_gid(w->entry, w->job->gid);
+	/* No owner: the agent unpacks as the session's user, whose the
+	 * files are whatever a header says. */
+	archive_entry_set_uid(w->entry, 0);
+	archive_entry_set_gid(w->entry, 0);
 }
 
 /*
@@ -94,21 +96,17 @@ static void header_common(struct walk *w, const struct stat *st)
  * then opened for reading through that handle.  A sandbox that swaps the
  * listed file for a fifo or a device node in between (a bind-mounted
  * tree) gets neither opened: opening a device can have effects of its own
- * on the host, whatever is read.
+ * on the host, whatever is read.  This is the second half: the file
+ * behind the bare handle `pfd` (taken).
  */
-static int add_file(struct walk *w, int dirfd, const char *name)
+static int add_handle(struct walk *w, int pfd)
 {
 	struct stat st, again;
 	la_int64_t left;
 	ssize_t n;
 	char self[64];
-	int fd, pfd, rc = 0;
+	int fd, rc = 0;
 
-	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
-					"cannot open '%.300s': %s", w->path,
-					strerror(errno));
 	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(pfd);
 		HUTCH__STAT_ADD(w->job->stats.skipped, 1);
@@ -165,6 +163,18 @@ static int add_file(struct walk *w, int dirfd, const char *name)
 	if (rc == 0)
 		HUTCH__STAT_ADD(w->job->stats.files, 1);
 	return rc;
+}
+
+/* The first half: `name` in `dirfd`, as a bare handle. */
+static int add_file(struct walk *w, int dirfd, const char *name)
+{
+	int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (pfd < 0)
+		return hutch__error_set(&w->job->err, HUTCH_EFAILED,
+					"cannot open '%.300s': %s", w->path,
+					strerror(errno));
+	return add_handle(w, pfd);
 }
 
 static int add_symlink(struct walk *w, int dirfd, const char *name,
@@ -238,6 +248,16 @@ static int walk(struct walk *w)
 	size_t depth = 0;
 	int rc = 0, fd;
 
+	if (w->job->single) {
+		/* One file, sent under the name it is to have. */
+		snprintf(w->path, sizeof(w->path), "%s", w->job->single);
+		fd = dup(w->job->dirfd);
+		if (fd < 0)
+			return hutch__error_set(&w->job->err, HUTCH_EFAILED,
+						"cannot open '%.300s': %s",
+						w->path, strerror(errno));
+		return add_handle(w, fd);
+	}
 	fd = dup(w->job->dirfd);
 	stack[0].dir = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!stack[0].dir) {

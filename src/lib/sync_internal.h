@@ -28,10 +28,11 @@
 /* ---- sync-in: walking the host tree into a tar ---------------------- */
 
 struct hutch__sync_in {
-	int dirfd; /* the host directory; owned */
+	int dirfd; /* the host directory, or with `single` a bare (O_PATH)
+		      handle of the one file to send; owned */
+	const char *single; /* the name that file is sent as, or NULL */
 	const char *const *exclude;
 	size_t exclude_count;
-	unsigned int uid, gid; /* owner written into every header */
 	struct hutch__pipe *pipe;
 	hutch_sync_stats stats; /* updated atomically */
 	int rc;			/* worker's result */
@@ -46,6 +47,8 @@ void *hutch__sync_in_worker(void *job);
 struct hutch__sync_out {
 	int dirfd;	 /* the host directory; owned */
 	const char *top; /* first component of every entry */
+	const char *as;	 /* the name the top takes in the host directory,
+			    or NULL (hutch_sync_options.as) */
 	struct hutch__pipe *pipe;
 	hutch_sync_stats stats; /* updated atomically */
 	uint64_t refused;

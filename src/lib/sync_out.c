@@ -541,7 +541,7 @@ static int unpack(struct unpack *u, struct archive *rd)
 		const char *raw, *mapped, *hl, *dir;
 		char *base;
 		mode_t type;
-		int dfd;
+		int dfd, is_top = 0;
 
 		r = archive_read_next_header(rd, &e);
 		if (r == ARCHIVE_EOF)
@@ -560,23 +560,34 @@ static int unpack(struct unpack *u, struct archive *rd)
 			goto next;
 		}
 		if (!*mapped) {
-			if (type == AE_IFDIR && !hl)
+			if (type == AE_IFDIR && !hl && !job->as)
 				goto next; /* the top directory is the host directory */
 			if (!first) {
 				refuse(job, raw, "a second top entry");
 				goto next;
 			}
-			/* A single file lands as HOSTDIR/BASENAME. */
-			mapped = job->top;
-			single = 1;
+			/* A single file lands as HOSTDIR/BASENAME, or as
+			 * HOSTDIR/AS; given AS, the top directory is made as
+			 * HOSTDIR/AS and the rest goes below it. */
+			single = !(type == AE_IFDIR && !hl);
+			mapped = job->as ? job->as : job->top;
+			is_top = 1;
 		} else if (single) {
 			refuse(job, raw, "an entry under a file");
 			goto next;
 		}
-		first = 0;
 		/* Trailing slashes of directory names aside, every component
 		 * is a real name: no "", ".", "..", no leading "/". */
-		snprintf(name, sizeof(name), "%s", mapped);
+		if (job->as && !is_top)
+			r = snprintf(name, sizeof(name), "%s/%s", job->as,
+				     mapped);
+		else
+			r = snprintf(name, sizeof(name), "%s", mapped);
+		first = 0;
+		if (r < 0 || (size_t)r >= sizeof(name)) {
+			refuse(job, raw, "a name too long");
+			goto next;
+		}
 		for (size_t n = strlen(name); n > 1 && name[n - 1] == '/'; n--)
 			name[n - 1] = '\0';
 		if (!plain_relative(name)) {
@@ -585,16 +596,22 @@ static int unpack(struct unpack *u, struct archive *rd)
 		}
 		if (hl) {
 			const char *t = hutch__sync_strip_top(hl, job->top);
+			int n = -1;
 
 			if (t && !*t && single)
-				t = job->top;
-			if (!t || strlen(t) >= sizeof(link) ||
-			    !plain_relative(t)) {
+				n = snprintf(link, sizeof(link), "%s",
+					     job->as ? job->as : job->top);
+			else if (t && *t && job->as)
+				n = snprintf(link, sizeof(link), "%s/%s",
+					     job->as, t);
+			else if (t && *t)
+				n = snprintf(link, sizeof(link), "%s", t);
+			if (n < 0 || (size_t)n >= sizeof(link) ||
+			    !plain_relative(link)) {
 				refuse(job, raw,
 				       "hard link to outside the requested path");
 				goto next;
 			}
-			snprintf(link, sizeof(link), "%s", t);
 		} else if (type != AE_IFREG && type != AE_IFDIR &&
 			   type != AE_IFLNK) {
 			/* Devices, fifos, sockets: never made on the host. */

@@ -124,6 +124,8 @@
 #define HUTCH_AGENT_CMD_LOGS "logs"   /* a background process's output */
 #define HUTCH_AGENT_CMD_WAIT "wait"   /* wait for one to end */
 #define HUTCH_AGENT_CMD_CONNECT "connect" /* relay stdio to a local port */
+#define HUTCH_AGENT_CMD_UNTAR "untar" /* sync-in: a tar on stdin, unpacked */
+#define HUTCH_AGENT_CMD_USED "used"   /* mark a use of the session, only */
 #define HUTCH_AGENT_CMD_DRAIN "drain" /* run's drainer (never the library's) */
 
 /* "run" options.  "--tag TAG" comes first: "kill" finds the agent by

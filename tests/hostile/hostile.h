@@ -27,4 +27,26 @@ void hostile_install_tool(const char *name, const char *dir);
 int hostile_race_begin(void);
 void hostile_race_end(int lock);
 
+/*
+ * How long hostile_race_begin() waits for the lock at most (seconds): the
+ * longest the other racing tests of one program hold it between them.
+ * A racing test's time limit is its own work's plus this, or the wait
+ * for its turn would count against its own work (a test timed out in CI
+ * while it only waited).
+ */
+#define HOSTILE_RACE_WAIT 300.0
+
+/* A test that races (takes hostile_race_begin's lock): IT_TEST with a
+ * limit of `own` seconds for its own work, plus its wait for the lock. */
+#define HOSTILE_RACE_TEST(suite, name, own)         \
+	static void it_body_##suite##_##name(void); \
+	Test(suite, name, .fini = it_fini,          \
+	     .timeout = (own) + HOSTILE_RACE_WAIT)  \
+	{                                           \
+		it_begin();                         \
+		it_body_##suite##_##name();         \
+		it_finish();                        \
+	}                                           \
+	static void it_body_##suite##_##name(void)
+
 #endif

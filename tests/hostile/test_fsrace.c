@@ -19,7 +19,8 @@
 
 #define ROUNDS 40
 
-IT_TEST(fsrace, tools_never_follow_a_swapped_directory_out)
+HOSTILE_RACE_TEST(fsrace, tools_never_follow_a_swapped_directory_out,
+		  IT_TEST_TIMEOUT)
 {
 	const char *s = it_session();
 	char host[64], path[32];
@@ -106,7 +107,8 @@ static void tally(it_result *r, int *done, int *refused)
  * workspace or be refused; /tmp/target must keep its one file, with its
  * content, and gain none.
  */
-IT_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out)
+HOSTILE_RACE_TEST(fsrace, delete_and_move_never_follow_a_swapped_directory_out,
+		  IT_TEST_TIMEOUT)
 {
 	const char *s = it_session();
 	char host[64], moved[32];

@@ -146,12 +146,9 @@ static void check_no_links(const char *dir, const struct canary *c, size_t n)
 
 /* Longer than IT_TEST's bound: twelve sync-outs of 600 entries on a busy
  * machine, each raced. */
-Test(syncout, racing_sandbox_cannot_reach_outside_hostdir, .fini = it_fini,
-     .timeout = 400.0)
+HOSTILE_RACE_TEST(syncout, racing_sandbox_cannot_reach_outside_hostdir, 400.0)
 {
-	it_begin();
 	raced_sync_out();
-	it_finish();
 }
 
 static void raced_sync_out(void)

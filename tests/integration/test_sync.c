@@ -607,3 +607,195 @@ IT_TEST(sync, errors)
 	it_result_free(&r);
 	rm_rf(dir);
 }
+
+/* What `cmd` prints in session `s` (trailing newline dropped), into a
+ * static buffer. */
+static const char *in_session(const char *s, const char *cmd)
+{
+	static char out[4096];
+	it_result r = it_hutch("exec", s, "--", "sh", "-c", cmd, NULL);
+
+	IT_ASSERT_EXIT(r, 0, cmd);
+	snprintf(out, sizeof(out), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+	it_result_free(&r);
+	return out;
+}
+
+/*
+ * sync-in to a destination, and of a single file: where each lands, with
+ * the session's user as owner (the agent unpacks, as that user).
+ */
+IT_TEST(sync, into_a_destination_and_single_files)
+{
+	const char *s = it_session();
+	char dir[256], file[PATH_MAX];
+	it_result r;
+
+	tmpdir(dir, sizeof(dir), "dest");
+	mkd(dir, "t", 0755);
+	mkd(dir, "t/a", 0750);
+	put(dir, "t/a/b.txt", "bee\n", 0640);
+	put(dir, "one.txt", "one\n", 0644);
+
+	snprintf(file, sizeof(file), "%s/t", dir);
+	r = it_hutch("sync-in", s, file, "sub/dest", NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in DIR sub/dest");
+	it_result_free(&r);
+	cr_assert_str_eq(in_session(s, "cat /workspace/sub/dest/a/b.txt"),
+			 "bee");
+	cr_assert_str_eq(
+		in_session(s, "stat -c '%u %a' /workspace/sub/dest/a/b.txt "
+			      "/workspace/sub/dest/a | tr '\\n' ' '"),
+		"1000 640 1000 750 ");
+
+	snprintf(file, sizeof(file), "%s/one.txt", dir);
+	r = it_hutch("sync-in", s, file, NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in FILE");
+	it_result_free(&r);
+	cr_assert_str_eq(in_session(s, "cat /workspace/one.txt"), "one");
+
+	r = it_hutch("sync-in", s, file, "/workspace/x/y/renamed.txt", NULL);
+	IT_ASSERT_EXIT(r, 0, "sync-in FILE x/y/renamed.txt");
+	it_result_free(&r);
+	cr_assert_str_eq(in_session(s, "cat /workspace/x/y/renamed.txt"),
+			 "one");
+
+	/* A directory of the workspace is not replaced by a file. */
+	r = it_hutch("sync-in", s, file, "sub", NULL);
+	IT_ASSERT_EXIT(r, 125, "sync-in FILE onto a directory");
+	cr_assert_not_null(strstr(r.err, "is a directory"), "%s", r.err);
+	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
+	it_result_free(&r);
+
+	r = it_hutch("sync-in", s, dir, "../up", NULL);
+	IT_ASSERT_EXIT(r, 125, "sync-in to ../up");
+	cr_assert_not_null(strstr(r.err, "'..' is not allowed"), "%s", r.err);
+	it_result_free(&r);
+	r = it_hutch("sync-in", s, dir, "/etc", NULL);
+	IT_ASSERT_EXIT(r, 125, "sync-in to /etc");
+	cr_assert_not_null(strstr(r.err, "outside the workspace"), "%s", r.err);
+	it_result_free(&r);
+
+	/* A destination the session made a symlink out of the workspace:
+	 * the agent resolves it beneath /workspace and refuses. */
+	in_session(s, "ln -s /.hutch /workspace/esc");
+	r = it_hutch("sync-in", s, file, "esc/planted", NULL);
+	IT_ASSERT_EXIT(r, 125, "sync-in through a symlink out");
+	cr_assert_not_null(strstr(r.err, "outside"), "%s", r.err);
+	it_result_free(&r);
+	cr_assert_str_eq(in_session(s, "ls /.hutch | grep -c planted || true"),
+			 "0");
+	rm_rf(dir);
+}
+
+/* hutch cp both ways, as docker cp places things. */
+IT_TEST(sync, cp_both_ways)
+{
+	const char *s = it_session();
+	char dir[256], src[PATH_MAX], arg[PATH_MAX], out[512];
+	it_result r;
+
+	tmpdir(dir, sizeof(dir), "cp");
+	mkd(dir, "src", 0755);
+	mkd(dir, "src/sub", 0755);
+	put(dir, "src/a", "a\n", 0644);
+	put(dir, "src/sub/b", "b\n", 0600);
+	mkd(dir, "out", 0755);
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+
+	/* In: a directory into the workspace keeps its name. */
+	snprintf(arg, sizeof(arg), "%s:/workspace", s);
+	r = it_hutch("cp", src, arg, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp DIR S:/workspace");
+	it_result_free(&r);
+	/* A file to a new name; a file into an existing directory. */
+	snprintf(arg, sizeof(arg), "%s:renamed", s);
+	snprintf(src, sizeof(src), "%s/src/a", dir);
+	r = it_hutch("cp", src, arg, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp FILE S:renamed");
+	it_result_free(&r);
+	snprintf(arg, sizeof(arg), "%s:src/sub", s);
+	r = it_hutch("cp", src, arg, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp FILE S:existing-dir");
+	it_result_free(&r);
+	/* DIR/. : the contents, into a new directory. */
+	snprintf(src, sizeof(src), "%s/src/.", dir);
+	snprintf(arg, sizeof(arg), "%s:flat", s);
+	r = it_hutch("cp", src, arg, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp DIR/. S:flat");
+	it_result_free(&r);
+	cr_assert_str_eq(
+		in_session(s, "cd /workspace && find . | sort | tr '\\n' ' '"),
+		". ./flat ./flat/a ./flat/sub ./flat/sub/b ./renamed ./src "
+		"./src/a ./src/sub ./src/sub/a ./src/sub/b ");
+
+	/* Out: a directory into an existing one, under its name; a file to
+	 * a new name; a directory to a new name; the contents of one. */
+	snprintf(arg, sizeof(arg), "%s:src", s);
+	r = it_hutch("cp", arg, out, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp S:src OUT");
+	it_result_free(&r);
+	snprintf(arg, sizeof(arg), "%s:renamed", s);
+	snprintf(src, sizeof(src), "%s/file2", out);
+	r = it_hutch("cp", arg, src, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp S:renamed OUT/file2");
+	it_result_free(&r);
+	snprintf(arg, sizeof(arg), "%s:flat", s);
+	snprintf(src, sizeof(src), "%s/flat2", out);
+	r = it_hutch("cp", arg, src, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp S:flat OUT/flat2");
+	it_result_free(&r);
+	snprintf(arg, sizeof(arg), "%s:flat/.", s);
+	snprintf(src, sizeof(src), "%s/flat3", out);
+	r = it_hutch("cp", arg, src, NULL);
+	IT_ASSERT_EXIT(r, 0, "cp S:flat/. OUT/flat3");
+	it_result_free(&r);
+	{
+		char cmd[PATH_MAX + 64], got[1024] = "";
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && find . | sort | tr '\\n' ' '", out);
+		p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		cr_assert_not_null(fgets(got, sizeof(got), p));
+		pclose(p);
+		cr_assert_str_eq(got,
+				 ". ./file2 ./flat2 ./flat2/a ./flat2/sub "
+				 "./flat2/sub/b ./flat3 ./flat3/a ./flat3/sub "
+				 "./flat3/sub/b ./src ./src/a ./src/sub "
+				 "./src/sub/a ./src/sub/b ");
+	}
+	expect_mode(out, "src/sub/b", S_IFREG, 0600);
+
+	/* Refusals, each one line: a directory onto a file, both sides
+	 * local, a session path that is missing, a host path through a
+	 * symlink. */
+	snprintf(arg, sizeof(arg), "%s:src", s);
+	r = it_hutch("cp", arg, src, NULL); /* src: OUT/flat3, a dir: fine */
+	IT_ASSERT_EXIT(r, 0, "cp S:src into an existing directory");
+	it_result_free(&r);
+	snprintf(src, sizeof(src), "%s/file2", out);
+	r = it_hutch("cp", arg, src, NULL);
+	IT_ASSERT_EXIT(r, 125, "cp S:dir onto a host file");
+	cr_assert_eq(it_count_lines(r.err, r.err_len), 1, "%s", r.err);
+	it_result_free(&r);
+	r = it_hutch("cp", src, out, NULL);
+	IT_ASSERT_EXIT(r, 125, "cp with no session side");
+	it_result_free(&r);
+	snprintf(arg, sizeof(arg), "%s:no/such", s);
+	r = it_hutch("cp", arg, out, NULL);
+	IT_ASSERT_EXIT(r, 125, "cp S:missing");
+	cr_assert_not_null(strstr(r.err, "not found"), "%s", r.err);
+	it_result_free(&r);
+	lnk(dir, "link", out);
+	snprintf(src, sizeof(src), "%s/link/via-link", dir);
+	snprintf(arg, sizeof(arg), "%s:renamed", s);
+	r = it_hutch("cp", arg, src, NULL);
+	IT_ASSERT_EXIT(r, 125, "cp out through a host symlink");
+	cr_assert_not_null(strstr(r.err, "symlink"), "%s", r.err);
+	it_result_free(&r);
+	expect_absent(out, "via-link");
+	rm_rf(dir);
+}
