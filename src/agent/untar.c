@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -222,10 +223,13 @@ static void pax_time(const char *v, struct timespec *ts)
 	long long s = 0, ns = 0;
 	int digits = 0;
 
-	if (*v == '-')
-		return; /* before 1970: keep the header's */
-	for (; *v >= '0' && *v <= '9'; v++)
+	if (*v < '0' || *v > '9')
+		return; /* before 1970, or not a time: keep the header's */
+	for (int n = 0; *v >= '0' && *v <= '9'; v++, n++) {
+		if (n == 18)
+			return; /* past any time: keep the header's */
 		s = s * 10 + (*v - '0');
+	}
 	if (*v == '.')
 		for (v++; *v >= '0' && *v <= '9' && digits < 9; v++, digits++)
 			ns = ns * 10 + (*v - '0');
@@ -273,9 +277,11 @@ static int pax_parse(struct untar *u, char *p, size_t n, struct entry *e,
 		} else if (klen == 4 && !memcmp(key, "size", 4)) {
 			char *end;
 
+			/* Digits only: strtoull would take a sign and
+			 * blanks ("-1" as its largest value). */
 			errno = 0;
 			e->size = strtoull(val, &end, 10);
-			if (errno || end == val || *end)
+			if (errno || val[0] < '0' || val[0] > '9' || *end)
 				return failed(u, HUTCH_AGENT_ERR_INVALID,
 					      "a damaged size in the archive");
 			*has_size = 1;
@@ -721,7 +727,10 @@ static int make_dir(struct untar *u, struct entry *e)
 		u->fixbytes += strlen(e->name) + 1;
 		u->nfix++;
 	} else {
-		dir_finish(u, e->name, e->mode, &e->mtime);
+		/* No room to wait: its mode now, with the owner's access
+		 * kept so that its contents can still go in; its time moves
+		 * with them. */
+		dir_finish(u, e->name, e->mode | S_IRWXU, &e->mtime);
 	}
 	return 0;
 }
@@ -864,6 +873,10 @@ int agent_untar(int argc, char **argv)
 		agent_err("untar: out of memory");
 		return HUTCH_AGENT_EXIT_FAIL;
 	}
+	/* Other processes of the session's user may not read or write its
+	 * stdin through /proc, nor trace it: what it unpacks is the
+	 * caller's. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	u->dest = -1;
 	u->parent_fd = -1;
 	for (i = 1; i < argc; i++) {

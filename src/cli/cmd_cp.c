@@ -24,8 +24,9 @@
 #include "cli.h"
 
 /* "SESSION:PATH": 1 with the name and path split (in `buf`), 0 for a
- * host path.  As docker cp: a host path with a ':' is written "./a:b" or
- * "/x/a:b", so whatever has a '/' before its first ':' is the host's. */
+ * host path, -1 when too long for `buf`.  As docker cp: a host path with
+ * a ':' is written "./a:b" or "/x/a:b", so whatever has a '/' before its
+ * first ':' is the host's. */
 static int session_path(const char *arg, char *buf, size_t bufsz,
 			const char **name, const char **path)
 {
@@ -34,6 +35,8 @@ static int session_path(const char *arg, char *buf, size_t bufsz,
 
 	if (!colon || (slash && slash < colon) || colon == arg)
 		return 0;
+	if (strlen(arg) >= bufsz)
+		return -1;
 	snprintf(buf, bufsz, "%s", arg);
 	buf[colon - arg] = '\0';
 	*name = buf;
@@ -141,6 +144,12 @@ static int copy_in(hutch_session *s, const char *host, const char *path,
 		so->dest = path;
 	} else {
 		last_name(host, base, sizeof(base));
+		if (!*base || strcmp(base, "..") == 0) {
+			cli_error("cp: host path '%s' has no name to copy as: "
+				  "give DIR/. for its contents",
+				  host);
+			return EXIT_HUTCH_FAILED;
+		}
 		type = session_type(s, path);
 		if (type < 0)
 			return EXIT_HUTCH_FAILED;
@@ -269,6 +278,10 @@ static int cmd_cp(cli_globals *g, int argc, char **argv)
 		int b = session_path(argv[optind + 1], sbuf[1], sizeof(sbuf[1]),
 				     &n1, &p1);
 
+		if (a < 0 || b < 0) {
+			cli_error("cp: a SESSION:PATH argument is too long");
+			return EXIT_HUTCH_FAILED;
+		}
 		if (a == b) {
 			cli_error("cp: give one side as SESSION:PATH and the "
 				  "other as a host path (a host path with a "

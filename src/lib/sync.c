@@ -41,6 +41,10 @@
 #define PROGRESS_EVERY_MS 100
 /* The agent's answer to an untar: a few counts, or one error. */
 #define UNTAR_ANSWER_MAX (64u * 1024u)
+/* sync-in: how long the agent may leave its input unread, or take to
+ * end once it has it all; and to end after a cancel. */
+#define SYNC_IN_STALL_MS 120000
+#define SYNC_IN_CANCEL_GRACE_MS 2000
 /* A run of the agent that only marks a use of the session. */
 #define MARK_USED_TIMEOUT_MS 10000
 
@@ -151,6 +155,9 @@ struct driver {
 	unsigned long long t0, last_progress;
 	int stop; /* cancel or the callback said stop */
 	int cancelled;
+	/* sync-in: when the agent last asked for input, and when its input
+	 * ended; read by the watchdog (atomics). */
+	unsigned long long asked_at, ended_at;
 };
 
 static int driver_check(struct driver *d, int force)
@@ -281,22 +288,81 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *job,
 	return 0;
 }
 
-/* The exec's input (the agent's stdin): the walker's archive, from the
- * pipe. */
+/*
+ * The exec's input (the agent's stdin): the walker's archive, from the
+ * pipe.  A failed walk or a cancel ends the input rather than the
+ * command: the archive then has no end marker (the walker writes none
+ * after a failure), so the agent says it was cut and removes the file it
+ * was writing, which a kill would leave.  The watchdog kills an agent
+ * that does not end soon after.
+ */
 static long feed(char *buf, size_t len, void *payload)
 {
 	struct driver *d = payload;
+	ssize_t n;
 
 	for (;;) {
-		ssize_t n = hutch__pipe_read(d->pipe, buf, len, 100);
-
-		if (driver_check(d, 0) < 0)
-			return -1;
+		__atomic_store_n(&d->asked_at, hutch__now_ms(),
+				 __ATOMIC_RELAXED);
+		n = hutch__pipe_read(d->pipe, buf, len, 100);
+		if (driver_check(d, 0) < 0 || n == -1)
+			n = 0;
 		if (n >= 0)
-			return (long)n;
-		if (n == -1)
-			return -1; /* the walker failed */
+			break;
 	}
+	if (n == 0)
+		__atomic_store_n(&d->ended_at, hutch__now_ms(),
+				 __ATOMIC_RELAXED);
+	return (long)n;
+}
+
+/* The agent unpacking, watched from a thread of its own. */
+struct watchdog {
+	struct driver *d;
+	hutch_cancel *kill; /* the exec's cancel */
+	pthread_t thread;
+	int done;    /* the exec returned (atomic) */
+	int stalled; /* killed for not reading (atomic) */
+};
+
+/*
+ * Kill the unpacking when the agent leaves its input unread for
+ * SYNC_IN_STALL_MS (a session can stop its own processes: SIGSTOP, a
+ * frozen cgroup) or does not end within SYNC_IN_STALL_MS of its input's
+ * end, or within SYNC_IN_CANCEL_GRACE_MS of a cancel: without
+ * it, a session could hold the caller's sync-in for ever.
+ */
+static void *watch(void *p)
+{
+	struct watchdog *w = p;
+	const hutch_sync_options *o = w->d->opts;
+	unsigned long long cancel_seen = 0;
+
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		unsigned long long now = hutch__now_ms();
+		unsigned long long asked =
+			__atomic_load_n(&w->d->asked_at, __ATOMIC_RELAXED);
+		unsigned long long ended =
+			__atomic_load_n(&w->d->ended_at, __ATOMIC_RELAXED);
+		unsigned long long since = ended ? ended : asked;
+
+		/* A cancel ends the input (feed); the agent then ends by
+		 * itself, or is killed. */
+		if (!cancel_seen && o->cancel && hutch_cancel_raised(o->cancel))
+			cancel_seen = now;
+		if (cancel_seen &&
+		    now - cancel_seen > SYNC_IN_CANCEL_GRACE_MS) {
+			hutch_cancel_raise(w->kill);
+			break;
+		}
+		if (now - since > SYNC_IN_STALL_MS) {
+			__atomic_store_n(&w->stalled, 1, __ATOMIC_RELAXED);
+			hutch_cancel_raise(w->kill);
+			break;
+		}
+		hutch__sleep_ms(100);
+	}
+	return NULL;
 }
 
 /* The agent's error code in an answer, as hutch's. */
@@ -333,19 +399,41 @@ static int unpack_in_session(hutch_session *s, const char *dest,
 	json_object *doc = NULL, *error = NULL, *v;
 	const char *data, *errdata, *code = NULL, *msg = NULL;
 	size_t len, errlen;
-	int rc, status;
+	struct watchdog w = { .d = d };
+	int rc, status, e;
 
 	eo.argv = argv;
 	eo.argc = 4;
 	eo.capture = 1;
 	eo.max_output = UNTAR_ANSWER_MAX;
-	eo.timeout_ms = 0; /* as long as the host tree takes */
-	eo.cancel = d->opts->cancel;
+	eo.timeout_ms = 0; /* as long as the host tree takes: watched */
 	eo.on_input = feed;
 	eo.input_payload = d;
+	if ((rc = hutch_cancel_new(&w.kill, err)) < 0)
+		return rc;
+	eo.cancel = w.kill;
+	__atomic_store_n(&d->asked_at, hutch__now_ms(), __ATOMIC_RELAXED);
+	if ((e = pthread_create(&w.thread, NULL, watch, &w)) != 0) {
+		hutch_cancel_free(w.kill);
+		return hutch__error_set(err, HUTCH_EFAILED,
+					"cannot start a thread: %s",
+					strerror(e));
+	}
 	rc = hutch__exec_run(&res, s, &eo, HUTCH__EXEC_RAW, err);
+	__atomic_store_n(&w.done, 1, __ATOMIC_RELEASE);
+	pthread_join(w.thread, NULL);
+	hutch_cancel_free(w.kill);
 	if (rc < 0)
 		return rc;
+	if (__atomic_load_n(&w.stalled, __ATOMIC_RELAXED)) {
+		rc = hutch__error_set(
+			err, HUTCH_ETIMEOUT,
+			"the agent in the session left the copy unread for %d s "
+			"(a process of the session stopped it?): the copy was "
+			"ended",
+			SYNC_IN_STALL_MS / 1000);
+		goto out;
+	}
 	if ((rc = hutch__exec_failure(res, "copy into the workspace", 0, err)) <
 	    0)
 		goto out;
@@ -475,6 +563,13 @@ int hutch_sync_in(hutch_sync_stats *out, hutch_session *s, const char *hostdir,
 		/* A file given a destination is written as it: the agent
 		 * unpacks into its directory, under its name. */
 		slash = strrchr(rel + 1, '/');
+		if (strlen(slash ? slash + 1 : rel + 1) >= sizeof(name)) {
+			rc = hutch__error_set(
+				err, HUTCH_EINVALID,
+				"the name '%.200s...' is longer than %d bytes",
+				slash ? slash + 1 : rel + 1, NAME_MAX);
+			goto early;
+		}
 		snprintf(name, sizeof(name), "%s", slash ? slash + 1 : rel + 1);
 		if (slash)
 			*slash = '\0';

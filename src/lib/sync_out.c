@@ -144,16 +144,18 @@ static int plain_relative(const char *p)
  * absent; a file or symlink in its way is removed first (unlinkat()
  * removes the name itself, whatever it points to).  Whatever is there is
  * checked as it is opened: a symlink a racer puts in place in between is
- * refused (ELOOP), never followed.  A new descriptor, or -1 with errno.
+ * refused (ELOOP), never followed.  A new descriptor, or -1 with errno;
+ * *made: whether this call made it.
  */
-static int enter_dir(int dfd, const char *name, mode_t mode)
+static int enter_dir(int dfd, const char *name, mode_t mode, int *made)
 {
 	struct stat st;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !S_ISDIR(st.st_mode) && unlinkat(dfd, name, 0) < 0)
 		return -1;
-	if (mkdirat(dfd, name, mode) < 0 && errno != EEXIST)
+	*made = mkdirat(dfd, name, mode) == 0;
+	if (!*made && errno != EEXIST)
 		return -1;
 	return hutch__open_beneath(dfd, name, O_RDONLY);
 }
@@ -188,12 +190,12 @@ static int parent_dir(struct unpack *u, const char *rel)
 		strcpy(path, rel);
 		for (char *c = path; c && at >= 0;
 		     c = slash ? slash + 1 : NULL) {
-			int next;
+			int next, made;
 
 			slash = strchr(c, '/');
 			if (slash)
 				*slash = '\0';
-			next = enter_dir(at, c, 0755);
+			next = enter_dir(at, c, 0755, &made);
 			if (at != u->root) {
 				int e = errno;
 
@@ -416,7 +418,9 @@ static void add_fixup(struct unpack *u, const char *name, int dfd, mode_t mode,
 static int make_dir(struct unpack *u, struct archive_entry *e, int dfd,
 		    const char *base, const char *name, const char *raw)
 {
-	int fd = enter_dir(dfd, base, 0700);
+	int made = 0, fd = enter_dir(dfd, base, 0700, &made);
+	mode_t mode = safe_mode(e);
+	struct stat st;
 
 	if (fd < 0) {
 		refuse(u->job, raw,
@@ -425,9 +429,14 @@ static int make_dir(struct unpack *u, struct archive_entry *e, int dfd,
 			       strerror(errno));
 		return 1;
 	}
+	/* A directory that was there keeps its mode: the session does not
+	 * choose the modes of the host's own directories (`hutch cp
+	 * S:.ssh ~` must not make ~/.ssh writable by others). */
+	if (!made && fstat(fd, &st) == 0)
+		mode = st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX);
 	/* Owner access until the end, so entries can go in. */
-	fchmod(fd, safe_mode(e) | S_IRWXU);
-	add_fixup(u, name, fd, safe_mode(e), entry_mtime(e));
+	fchmod(fd, mode | S_IRWXU);
+	add_fixup(u, name, fd, mode, entry_mtime(e));
 	close(fd);
 	HUTCH__STAT_ADD(u->job->stats.dirs, 1);
 	return 0;
