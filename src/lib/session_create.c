@@ -430,15 +430,6 @@ static int container_spec(const hutch_session *s, json_object *labels,
 	return 0;
 }
 
-int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
-			   const char *what, hutch_error **err)
-{
-	/* Into the system volume: the archive API writes there whether or
-	 * not the root filesystem is read-only. */
-	return hutch__api_archive_put(s->engine, s->container, HUTCH_AGENT_DIR,
-				      0, data, len, what, err);
-}
-
 /*
  * Record a use of the session that did not go through the agent (sync-in,
  * sync-out use the archive API): what the agent does for a command, as a
