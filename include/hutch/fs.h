@@ -15,9 +15,9 @@
  * has a cap and says when it was truncated.  Text in results is valid UTF-8:
  * bytes that are not are shown as U+FFFD.
  *
- * Each call is one exec in the container (write and edit first upload their
- * text through the archive API); the container is created or started first
- * when needed, as for hutch_exec_run.
+ * Each call is one exec in the container (write and edit hand their texts
+ * to it in its environment, or on its stdin past 48 KiB); the container is
+ * created or started first when needed, as for hutch_exec_run.
  */
 #ifndef HUTCH_FS_H
 #define HUTCH_FS_H

@@ -40,7 +40,6 @@
 #include "utf8.h"
 
 #define FS_DEFAULT_ROOT "/workspace"
-#define STAGE_DIR_DEFAULT HUTCH_AGENT_DIR
 
 #define READ_LIMIT_DEFAULT 2000
 #define READ_BYTES_DEFAULT (256 << 10)
@@ -75,10 +74,12 @@
 #define EXIT_OK HUTCH_AGENT_EXIT_OK
 #define EXIT_TOOL HUTCH_AGENT_EXIT_FAIL
 
+/* replace_file(): the text's source ended before its length. */
+#define TEXT_SHORT (-100100)
+
 struct fs_opts {
 	const char *tool;
 	const char *root;
-	const char *stage_dir; /* staged files live under it */
 	const char *pos[2];
 	int npos;
 	const char *offset, *limit, *max_bytes, *max, *type;
@@ -89,11 +90,18 @@ struct fs_opts {
 	bool numbered, recursive, overwrite; /* read, delete, move */
 };
 
+/* A text of write or edit: the next @len bytes of @fd. */
+struct text {
+	int fd;	    /* -1: none */
+	size_t len; /* exactly this many bytes, not "until end of file" */
+	bool own;   /* fd is ours to close (not stdin) */
+};
+
 struct fs {
 	struct fs_opts o;
 	struct fsp_root root;
 	struct jsonw out;
-	int from_fd, old_fd, new_fd; /* staged files, already unlinked */
+	struct text from, old_text, new_text; /* --from, --old-from, ... */
 };
 
 /* --- answers ------------------------------------------------------------ */
@@ -185,7 +193,6 @@ static const struct {
 	size_t off;
 } value_opts[] = {
 	VALUE_OPT("--root", root),
-	VALUE_OPT("--stage-dir", stage_dir),
 	VALUE_OPT("--offset", offset),
 	VALUE_OPT("--limit", limit),
 	VALUE_OPT("--max-bytes", max_bytes),
@@ -322,9 +329,9 @@ static const char *check_args(const struct fs_opts *o, int *min_pos,
 	if (o->type && !find)
 		return "--type is for find";
 	if (write && !o->from)
-		return "write needs --from STAGED";
+		return "write needs --from SRC";
 	if (edit && (!o->old_from || !o->new_from))
-		return "edit needs --old-from STAGED and --new-from STAGED";
+		return "edit needs --old-from SRC and --new-from SRC";
 	*min_pos = move ? 2 : ls ? 0 : 1;
 	*max_pos = (grep || find || move) ? 2 : 1;
 	if (o->npos < *min_pos)
@@ -364,38 +371,15 @@ static int parse_num(const char *s, long long lo, long long hi, bool clamp,
 	return 0;
 }
 
-/* --- staged files ------------------------------------------------------- */
+/* --- text sources ------------------------------------------------------ */
 
-/* "STAGE_DIR/NAME..." with no "." or ".." component: unlinking it must
- * not be a way to delete anything else.  The stage directory is /.hutch,
- * hutch's own; --stage-dir exists for tests on the host. */
-static bool staged_ok(const char *dir, const char *p)
-{
-	size_t dlen = strlen(dir);
-	const char *c = p + dlen + 1, *e;
-	size_t n;
-
-	if (dlen == 0 || strncmp(p, dir, dlen) || p[dlen] != '/' || !*c)
-		return false;
-	for (; *c; c = *e ? e + 1 : e) {
-		e = strchrnul(c, '/');
-		n = (size_t)(e - c);
-		if (n == 0 || (n == 1 && c[0] == '.') ||
-		    (n == 2 && c[0] == '.' && c[1] == '.'))
-			return false;
-	}
-	return true;
-}
-
-/*
- * Open every staged file we were given and unlink it at once, whatever
- * happens next: the library counts on them being gone after the call.
- * An fd of -1 stays for one that could not be opened.
- */
-/* Texts small enough travel in the exec's environment instead of a file
- * (saving the engine's archive round trip): "env:NAME" names a variable
- * HUTCH_FS_* holding the text in base64. */
+/* Texts small enough travel in the exec's environment (saving latency):
+ * "env:NAME" names a variable HUTCH_FS_* holding the text in base64. */
 #define ENV_SOURCE HUTCH_AGENT_ENV_SOURCE
+/* Larger ones on stdin: "stdin:LEN", the next LEN bytes of it.  Never a
+ * file: nothing the engine extracts may land where the session writes
+ * (HUTCH_AGENT_STDIN_SOURCE). */
+#define STDIN_SOURCE HUTCH_AGENT_STDIN_SOURCE
 
 /* A pipe holds this much without a reader; the library keeps environment
  * texts below it (48 KiB decoded). */
@@ -403,12 +387,12 @@ static bool staged_ok(const char *dir, const char *p)
 
 /* Decode the base64 text of variable @name into a memfd positioned at 0
  * (or, where memfd_create is filtered, a pipe already holding it): the fd
- * to read it from, or -1. */
-static int env_text_fd(const char *name)
+ * to read it from, or -1; *@len is the text's length. */
+static int env_text_fd(const char *name, size_t *len)
 {
 	const char *v;
 	unsigned char out[3 * 1024];
-	size_t n = 0;
+	size_t n = 0, total = 0;
 	hutch__b64 dec = HUTCH__B64_INIT;
 	int fd, d, p[2] = { -1, -1 };
 
@@ -430,11 +414,13 @@ static int env_text_fd(const char *name)
 		if (n == sizeof(out)) {
 			if (write(fd, out, n) != (ssize_t)n)
 				goto fail;
+			total += n;
 			n = 0;
 		}
 	}
 	if (n && write(fd, out, n) != (ssize_t)n)
 		goto fail;
+	*len = total + n;
 	if (p[0] >= 0) {
 		close(p[1]); /* the reader sees the end of the text */
 		return p[0];
@@ -449,36 +435,77 @@ fail:
 	return -1;
 }
 
-static const char *take_staged(struct fs *fs)
+/*
+ * The source @spec of option @opt into @t, at most @max bytes: 0, or the
+ * exit code of the answer that refused it.  Only a length is taken from
+ * the command line: the bytes are read later, and exactly that many, so a
+ * text cut short is told from a whole one (replace_file, read_text).
+ */
+static int take_text(struct fs *fs, const char *opt, const char *spec,
+		     size_t max, struct text *t)
 {
-	const char *paths[3] = { fs->o.from, fs->o.old_from, fs->o.new_from };
-	int *fds[3] = { &fs->from_fd, &fs->old_fd, &fs->new_fd };
-	const char *bad = NULL;
+	long long len;
 
-	for (int i = 0; i < 3; i++) {
-		if (!paths[i])
-			continue;
-		if (strncmp(paths[i], ENV_SOURCE, sizeof(ENV_SOURCE) - 1) ==
-		    0) {
-			*fds[i] =
-				env_text_fd(paths[i] + sizeof(ENV_SOURCE) - 1);
-			if (*fds[i] < 0)
-				bad = paths[i];
-			continue;
-		}
-		if (!staged_ok(fs->o.stage_dir ? fs->o.stage_dir :
-						 STAGE_DIR_DEFAULT,
-			       paths[i])) {
-			bad = paths[i];
-			continue;
-		}
-		*fds[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		unlink(paths[i]);
+	if (!spec)
+		return 0;
+	if (!strncmp(spec, STDIN_SOURCE, sizeof(STDIN_SOURCE) - 1)) {
+		/* Saturates past LLONG_MAX / 10: still over @max. */
+		if (parse_num(spec + sizeof(STDIN_SOURCE) - 1, 0, LLONG_MAX,
+			      false, &len) < 0)
+			return fail(fs, HUTCH_AGENT_ERR_USAGE,
+				    "%s '%.64s': LEN is not a decimal number",
+				    opt, spec);
+		if ((unsigned long long)len > max)
+			return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+				    "%s '%.64s': the text is over %zu MiB; "
+				    "nothing was written",
+				    opt, spec, max >> 20);
+		t->fd = STDIN_FILENO;
+		t->len = (size_t)len;
+		return 0;
 	}
-	return bad;
+	if (!strncmp(spec, ENV_SOURCE, sizeof(ENV_SOURCE) - 1)) {
+		t->fd = env_text_fd(spec + sizeof(ENV_SOURCE) - 1, &t->len);
+		t->own = t->fd >= 0;
+		if (t->fd >= 0 && t->len <= max)
+			return 0;
+		if (t->fd >= 0)
+			return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
+				    "%s '%.64s': the text is over %zu MiB; "
+				    "nothing was written",
+				    opt, spec, max >> 20);
+	}
+	return fail(fs, HUTCH_AGENT_ERR_USAGE,
+		    "%s '%.64s' is neither stdin:LEN nor env:HUTCH_FS_* in "
+		    "base64",
+		    opt, spec);
 }
 
-/* Reads a whole staged file, at most @max bytes: 0, -EFBIG or -errno. */
+/* The texts of write (up to HUTCH_AGENT_FS_TEXT_MAX) and edit (each up to
+ * EDIT_MAX): 0, or the exit code of the answer that refused one. */
+static int take_texts(struct fs *fs)
+{
+	int rc;
+
+	if ((rc = take_text(fs, "--from", fs->o.from, HUTCH_AGENT_FS_TEXT_MAX,
+			    &fs->from)) ||
+	    (rc = take_text(fs, "--old-from", fs->o.old_from, EDIT_MAX,
+			    &fs->old_text)) ||
+	    (rc = take_text(fs, "--new-from", fs->o.new_from, EDIT_MAX,
+			    &fs->new_text)))
+		return rc;
+	return 0;
+}
+
+static void text_close(struct text *t)
+{
+	if (t->own)
+		close(t->fd);
+	t->fd = -1;
+	t->own = false;
+}
+
+/* Reads a whole file, at most @max bytes: 0, -EFBIG or -errno. */
 static int slurp(int fd, size_t max, char **out, size_t *out_len)
 {
 	size_t len = 0, cap = 0;
@@ -701,9 +728,12 @@ static void temp_name(char *out, size_t cap, const char *name)
 }
 
 /*
- * Replace @name in the held directory @dirfd with new contents (from
- * @src_fd, or @data/@len when src_fd < 0) through a temp file and
- * renameat(): readers see the old file or the new one, never a mix.  The
+ * Replace @name in the held directory @dirfd with new contents (the next
+ * @len bytes of @src_fd, or @data/@len when src_fd < 0) through a temp
+ * file and renameat(): readers see the old file or the new one, never a
+ * mix.  A source that ends before @len bytes is TEXT_SHORT, and nothing
+ * is renamed: a text cut short in transit is never taken for the whole
+ * one.  Bytes after @len are not read (they are not the text's).  The
  * rename replaces whatever is at @name then, even a symlink swapped in,
  * without following it, and @dirfd is the directory we resolved, so the
  * write cannot land outside.  @old: the file being replaced (mode, less
@@ -721,7 +751,7 @@ static int replace_file(int dirfd, const char *name, int src_fd,
 	 * when a file is written without CAP_FSETID, and the agent's seccomp
 	 * filter refuses to set them (the fchmod below would fail). */
 	mode_t mode = old ? old->st_mode & 01777 : 0644;
-	size_t off = 0;
+	size_t off = 0, left = len;
 	struct stat st;
 	ssize_t n, w;
 	int fd = -1, rc = 0, tries;
@@ -740,15 +770,21 @@ static int replace_file(int dirfd, const char *name, int src_fd,
 		return -errno;
 	for (;;) {
 		if (src_fd >= 0) {
-			n = read(src_fd, buf, sizeof(buf));
+			if (left == 0)
+				break;
+			n = read(src_fd, buf,
+				 left < sizeof(buf) ? left : sizeof(buf));
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
 				rc = -errno;
 				goto out;
 			}
-			if (n == 0)
-				break;
+			if (n == 0) {
+				rc = TEXT_SHORT;
+				goto out;
+			}
+			left -= (size_t)n;
 			data = buf;
 			len = (size_t)n;
 			off = 0;
@@ -1042,11 +1078,6 @@ static int tool_write(struct fs *fs)
 	char mstr[8];
 	int fd = -1, rc;
 
-	if (fs->from_fd < 0) {
-		rc = fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
-			  fs->o.from, strerror(ENOENT));
-		goto out;
-	}
 	for (;;) {
 		rc = fsp_resolve(&fs->root, path, FSP_MKDIR, &res);
 		if (rc) {
@@ -1107,8 +1138,16 @@ static int tool_write(struct fs *fs)
 		fd = -1;
 		fsp_res_close(&res);
 	}
-	rc = replace_file(res.parent, res.name, fs->from_fd, NULL, 0,
+	/* Streamed: a text of up to 64 MiB in CHUNK bytes of memory. */
+	rc = replace_file(res.parent, res.name, fs->from.fd, NULL, fs->from.len,
 			  exists ? &res.st : NULL, NULL, &mode, &bytes);
+	if (rc == TEXT_SHORT) {
+		rc = fail(fs, HUTCH_AGENT_ERR_IO,
+			  "the text of '%s' ended after %llu of its %zu bytes; "
+			  "nothing was written",
+			  path, bytes, fs->from.len);
+		goto out;
+	}
 	if (rc) {
 		rc = fail_path(fs, path, rc);
 		goto out;
@@ -1130,21 +1169,35 @@ out:
 
 /* --- edit ----------------------------------------------------------------- */
 
-static int read_staged(struct fs *fs, int fd, const char *what,
-		       const char *path, char **out, size_t *len)
+/* Exactly the @t->len bytes of an edit's @what text, into a new buffer
+ * (NUL-terminated): 0, or the exit code of the answer that refused it.
+ * take_text() capped the length at EDIT_MAX. */
+static int read_text(struct fs *fs, const struct text *t, const char *what,
+		     char **out, size_t *len)
 {
-	int rc;
+	char *buf = malloc(t->len + 1);
+	ssize_t n;
 
-	if (fd < 0)
-		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
-			    path, strerror(ENOENT));
-	rc = slurp(fd, EDIT_MAX, out, len);
-	if (rc == -EFBIG)
-		return fail(fs, HUTCH_AGENT_ERR_TOO_BIG,
-			    "%s text is over %d MiB", what, EDIT_MAX >> 20);
-	if (rc)
-		return fail(fs, HUTCH_AGENT_ERR_IO, "staged file '%s': %s",
-			    path, strerror(-rc));
+	if (!buf)
+		return fail(fs, HUTCH_AGENT_ERR_IO, "the %s text: %s", what,
+			    strerror(ENOMEM));
+	n = read_full(t->fd, buf, t->len);
+	if (n < 0 || (size_t)n != t->len) {
+		int e = errno;
+
+		free(buf);
+		if (n < 0)
+			return fail(fs, HUTCH_AGENT_ERR_IO,
+				    "reading the %s text: %s", what,
+				    strerror(e));
+		return fail(fs, HUTCH_AGENT_ERR_IO,
+			    "the %s text ended after %zd of its %zu bytes; "
+			    "nothing was written",
+			    what, n, t->len);
+	}
+	buf[t->len] = '\0';
+	*out = buf;
+	*len = t->len;
 	return 0;
 }
 
@@ -1202,10 +1255,10 @@ static int edit_texts(struct fs *fs, char **old, size_t *olen, char **new_text,
 {
 	int rc;
 
-	rc = read_staged(fs, fs->old_fd, "old", fs->o.old_from, old, olen);
+	/* In this order: both may come from stdin, old first. */
+	rc = read_text(fs, &fs->old_text, "old", old, olen);
 	if (!rc)
-		rc = read_staged(fs, fs->new_fd, "new", fs->o.new_from,
-				 new_text, nlen);
+		rc = read_text(fs, &fs->new_text, "new", new_text, nlen);
 	if (rc)
 		return rc;
 	if (*olen == 0)
@@ -2361,26 +2414,17 @@ out:
 
 int agent_fs(int argc, char **argv)
 {
-	struct fs fs = {
-		.from_fd = -1, .old_fd = -1, .new_fd = -1, .root = { .fd = -1 }
-	};
-	const char *msg, *bad;
+	struct fs fs = { .from = { .fd = -1 },
+			 .old_text = { .fd = -1 },
+			 .new_text = { .fd = -1 },
+			 .root = { .fd = -1 } };
+	const char *msg;
 	int rc, min_pos, max_pos;
 
 	jsonw_init(&fs.out, OUT_MAX);
 	msg = parse_args(argc, argv, &fs.o);
-	/* Staged files go away even when the call is refused. */
-	bad = take_staged(&fs);
 	if (msg) {
 		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
-		goto out;
-	}
-	if (bad) {
-		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE,
-			  "text source '%s' is neither a staged file "
-			  "under %s/ nor env:HUTCH_FS_* in base64",
-			  bad,
-			  fs.o.stage_dir ? fs.o.stage_dir : STAGE_DIR_DEFAULT);
 		goto out;
 	}
 	msg = check_args(&fs.o, &min_pos, &max_pos);
@@ -2388,6 +2432,8 @@ int agent_fs(int argc, char **argv)
 		rc = fail(&fs, HUTCH_AGENT_ERR_USAGE, "%s", msg);
 		goto out;
 	}
+	if ((rc = take_texts(&fs)) != 0)
+		goto out;
 	if (!fs.o.root)
 		fs.o.root = FS_DEFAULT_ROOT;
 	if (fs.o.root[0] != '/') {
@@ -2420,12 +2466,9 @@ int agent_fs(int argc, char **argv)
 	else
 		rc = tool_ls(&fs);
 out:
-	if (fs.from_fd >= 0)
-		close(fs.from_fd);
-	if (fs.old_fd >= 0)
-		close(fs.old_fd);
-	if (fs.new_fd >= 0)
-		close(fs.new_fd);
+	text_close(&fs.from);
+	text_close(&fs.old_text);
+	text_close(&fs.new_text);
 	fsp_root_close(&fs.root);
 	jsonw_free(&fs.out);
 	return rc;

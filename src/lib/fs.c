@@ -3,21 +3,21 @@
  *
  * Nothing here touches a path: the agent inside the container resolves and
  * confines every one of them (src/agent/fs_path.c).  This file turns the
- * caller's arguments into an agent command line, uploads the texts that do
- * not belong on a command line (write's content, edit's old and new text),
- * runs the agent through the ordinary exec path and turns its one JSON
+ * caller's arguments into an agent command line, hands it the texts that do
+ * not belong on a command line (write's content, edit's old and new text)
+ * in its environment or on its stdin, runs the agent through the ordinary
+ * exec path and turns its one JSON
  * object into a result or a typed error, in the words of the caller
  * (hutch_fs_words: the CLI's options, the MCP server's parameters).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <archive.h>
-#include <archive_entry.h>
 #include <json-c/json.h>
 
 #include <hutch/fs.h>
@@ -26,7 +26,6 @@
 #include "agent_install.h"
 #include "base64.h"
 #include "common.h"
-#include "dl.h"
 #include "engine_internal.h"
 #include "error.h"
 #include "exec_internal.h"
@@ -41,11 +40,15 @@
 #define FS_MAX_ARG (64u * 1024u)
 /* Texts up to this size travel base64-encoded in the exec's environment
  * (64 KiB encoded: under the kernel's 128 KiB limit for one string and the
- * 64 KiB a pipe holds, which the agent may use), saving the archive upload,
- * which costs as much as the exec itself. */
+ * 64 KiB a pipe holds, which the agent may use); larger ones on the exec's
+ * stdin.  The environment is there when the agent starts, so a small text
+ * costs no input stream: on the engine's path, no look for the agent
+ * first (exec.c, agent_first) and no stdin to attach. */
 #define FS_ENV_TEXT_MAX (48u * 1024u)
-/* Where larger write and edit texts are uploaded; the agent deletes them. */
-#define FS_STAGE_DIR HUTCH_AGENT_STAGE_DIR
+
+/* The agent's cap on "stdin:LEN" for write is the library's on a text. */
+_Static_assert(HUTCH_FS_MAX_TEXT == HUTCH_AGENT_FS_TEXT_MAX,
+	       "write's cap differs between the library and the agent");
 
 /* --- one call ------------------------------------------------------------- */
 
@@ -115,12 +118,22 @@ static int call_init(struct call *c, const char *tool,
 
 #define FS_MAX_ARGV 64
 
+/* A text of write or edit: the caller's bytes (borrowed, never copied
+ * whole) and the agent's source for it, "env:NAME" or "stdin:LEN". */
+struct text {
+	const char *data;
+	size_t len;
+	char src[48];
+};
+
 struct argv {
 	const char *v[FS_MAX_ARGV];
 	size_t n;
 	const char *env[2]; /* texts passed in the environment */
 	char *env_owned[2];
 	size_t nenv;
+	const struct text *in; /* texts on stdin, in the agent's order */
+	size_t nin;
 	char nums[6][24]; /* storage for numeric arguments */
 	size_t nnums;
 	int overflow;
@@ -183,13 +196,7 @@ static int check_arg(const struct call *c, const char *what, const char *s,
 	return hutch__error_if_not_utf8(err, label, s, len);
 }
 
-/* --- uploading texts ------------------------------------------------------- */
-
-struct staged {
-	const char *data;
-	size_t len;
-	char path[64]; /* in the container */
-};
+/* --- handing over texts ---------------------------------------------------- */
 
 /* "NAME=" and the base64 of the text: an environment entry the agent
  * decodes (HUTCH_AGENT_ENV_SOURCE). */
@@ -208,97 +215,70 @@ static char *env_text(const char *name, const char *data, size_t len)
 }
 
 /*
- * Upload the texts into the container's /.hutch/req/.  The texts are
- * bounded by HUTCH_FS_MAX_TEXT, so the archive is built in memory.  The
- * directory is world-writable on purpose: the agent runs as the session's
- * user and deletes what it read; whatever else in the container could touch
- * these files could write the workspace directly anyway.
+ * Hand the texts to the agent: in the environment when they are all
+ * small, else all on its stdin, "stdin:LEN" each, in the order the agent
+ * reads them (write's one; edit's old, then new).  Nothing is uploaded as
+ * a file: the engine's archive API extracts as root and sets modes and
+ * times by path, so whatever it put in a directory the session can write
+ * could be swapped for a symlink under it (doc/threat-model.md).
+ * t[i].src becomes the agent's --from value.
  */
-static int stage(hutch_session *s, struct staged *st, size_t n,
-		 hutch_error **err)
+static int pass_texts(struct text *t, size_t n, struct argv *a,
+		      hutch_error **err)
 {
-	struct archive *a = NULL;
-	char hex[25], name[96];
-	size_t cap = 8192, used = 0;
-	char *buf = NULL;
-	int rc = hutch__dl_archive(err);
-
-	if (rc < 0)
-		return rc;
-	if (hutch__random_hex(hex, sizeof(hex)) < 0)
-		return hutch__error_set(err, HUTCH_EFAILED,
-					"no randomness for a file name: %s",
-					strerror(errno));
 	for (size_t i = 0; i < n; i++) {
-		snprintf(st[i].path, sizeof(st[i].path), "%s/%s-%zu",
-			 FS_STAGE_DIR, hex, i);
-		cap += st[i].len + 1024;
+		if (t[i].len <= FS_ENV_TEXT_MAX)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			snprintf(t[k].src, sizeof(t[k].src),
+				 HUTCH_AGENT_STDIN_SOURCE "%zu", t[k].len);
+		a->in = t;
+		a->nin = n;
+		return 0;
 	}
-	buf = malloc(cap);
-	a = archive_write_new();
-	if (!buf || !a ||
-	    archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-	    archive_write_open_memory(a, buf, cap, &used) != ARCHIVE_OK ||
-	    hutch__tar_add(a, FS_STAGE_DIR + sizeof(HUTCH_AGENT_DIR), AE_IFDIR,
-			   0777, NULL, 0) < 0) {
-		rc = hutch__error_oom(err);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		/* Entry names are relative: the archive is put at
-		 * HUTCH_AGENT_DIR. */
-		snprintf(name, sizeof(name), "%s",
-			 st[i].path + sizeof(HUTCH_AGENT_DIR));
-		if (hutch__tar_add(a, name, AE_IFREG, 0644, st[i].data,
-				   st[i].len) < 0) {
-			rc = hutch__error_oom(err);
-			goto out;
-		}
-	}
-	if (archive_write_close(a) != ARCHIVE_OK) {
-		rc = hutch__error_oom(err);
-		goto out;
-	}
-	rc = hutch__session_put_tar(s, buf, used,
-				    "upload the text to the container", err);
-	if (rc == HUTCH_ENOTFOUND) {
-		/* A session's first call: make its container, then retry. */
-		hutch_error_free(err ? *err : NULL);
-		if (err)
-			*err = NULL;
-		rc = hutch_session_ensure(s, NULL, err);
-		if (rc == 0)
-			rc = hutch__session_put_tar(
-				s, buf, used,
-				"upload the text to the container", err);
-	}
-out:
-	archive_write_free(a);
-	free(buf);
-	return rc;
-}
-
-/* Hand the texts to the agent: in the environment when they are all
- * small, else uploaded; st[i].path becomes the agent's --from value. */
-static int pass_texts(hutch_session *s, struct staged *st, size_t n,
-		      struct argv *a, hutch_error **err)
-{
-	for (size_t i = 0; i < n; i++)
-		if (st[i].len > FS_ENV_TEXT_MAX)
-			return stage(s, st, n, err);
 	for (size_t i = 0; i < n && i < HUTCH_ARRAY_SIZE(a->env); i++) {
 		char var[32];
 
 		snprintf(var, sizeof(var), HUTCH_AGENT_ENV_PREFIX "TEXT%zu", i);
-		a->env_owned[i] = env_text(var, st[i].data, st[i].len);
+		a->env_owned[i] = env_text(var, t[i].data, t[i].len);
 		if (!a->env_owned[i])
 			return hutch__error_oom(err);
 		a->env[a->nenv++] = a->env_owned[i];
-		snprintf(st[i].path, sizeof(st[i].path),
+		snprintf(t[i].src, sizeof(t[i].src),
 			 HUTCH_AGENT_ENV_SOURCE "%s", var);
 	}
 	return 0;
+}
+
+/* Where the agent's stdin is in the texts: on_input serves them from the
+ * caller's buffers, one after the other. */
+struct text_cursor {
+	const struct text *t;
+	size_t n, i, off;
+};
+
+/* hutch_input_cb.  Called from the exec's input thread only while a run
+ * lasts; run_agent() rewinds the cursor between runs, once
+ * hutch__exec_run has returned (it joins that thread first). */
+static long text_input(char *buf, size_t len, void *payload)
+{
+	struct text_cursor *c = payload;
+	size_t k;
+
+	while (c->i < c->n && c->off == c->t[c->i].len) {
+		c->i++;
+		c->off = 0;
+	}
+	if (c->i == c->n)
+		return 0;
+	k = c->t[c->i].len - c->off;
+	if (k > len)
+		k = len;
+	if (k > LONG_MAX)
+		k = LONG_MAX;
+	memcpy(buf, c->t[c->i].data + c->off, k);
+	c->off += k;
+	return (long)k;
 }
 
 /* --- running the agent ----------------------------------------------------- */
@@ -491,6 +471,7 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	const char *tool = c->w.tool;
 	hutch_exec_options eo = HUTCH_EXEC_OPTIONS_INIT;
 	const hutch__secrets *secrets = hutch__session_redaction(s);
+	struct text_cursor cursor = { a->in, a->nin, 0, 0 };
 	hutch_exec_result *res = NULL;
 	hutch_fs_result *r = NULL;
 	const char *data, *errdata, *why = NULL;
@@ -510,7 +491,25 @@ static int run_agent(hutch_fs_result **out, hutch_session *s,
 	eo.cancel = opts->cancel;
 	eo.env = a->env;
 	eo.env_count = a->nenv;
+	/*
+	 * One text is a buffer: the exec sends it again whole when it runs
+	 * the command again (a container gone before the command started,
+	 * exec.c).  Two (edit's old and new) are served one after the other
+	 * by on_input, not copied into one: the exec runs the command again
+	 * only when not a byte of them was read, so the agent never gets
+	 * half a text as a whole one (it reads exactly LEN bytes, and a
+	 * stdin that ends first is refused).
+	 */
+	if (a->nin == 1) {
+		eo.input = a->in[0].data;
+		eo.input_len = a->in[0].len;
+	} else if (a->nin) {
+		eo.on_input = text_input;
+		eo.input_payload = &cursor;
+	}
 again:
+	/* Each run reads the texts from their start. */
+	cursor.i = cursor.off = 0;
 	/* Raw: the answer is JSON, whose strings are redacted once parsed
 	 * (masking the text could break its syntax or miss a value the
 	 * encoder escaped). */
@@ -527,9 +526,8 @@ again:
 				 NULL, NULL);
 	if (agent_too_old(code, data, len, errdata, errlen)) {
 		/* A session made by an older hutch: bring its agent up to date
-		 * and ask once more.  The texts staged for write and edit are
-		 * still there: the old agent did not know the command, so it
-		 * did not read (or delete) them. */
+		 * and ask once more, with the texts whole again (the
+		 * environment's as they were, stdin's from their start). */
 		if (!upgraded) {
 			upgraded = 1;
 			if ((rc = upgrade_agent(s, err)) < 0) {
@@ -631,7 +629,7 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 		   const char *data, size_t len, const hutch_fs_options *opts,
 		   hutch_error **err)
 {
-	struct staged st[1] = { { data ? data : "", len, "" } };
+	struct text t[1] = { { data ? data : "", len, "" } };
 	struct call c;
 	struct argv a;
 	int rc;
@@ -642,12 +640,12 @@ int hutch_fs_write(hutch_fs_result **out, hutch_session *s, const char *path,
 		return rc;
 	c.path = path;
 	argv_init(&a, HUTCH_AGENT_FS_WRITE);
-	if ((rc = pass_texts(s, st, 1, &a, err)) < 0) {
+	if ((rc = pass_texts(t, 1, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "%s", c.w.tool);
 	}
 	arg(&a, "--from");
-	arg(&a, st[0].path);
+	arg(&a, t[0].src);
 	arg(&a, "--");
 	arg(&a, path);
 	return run_agent_texts(out, s, &a, &c, err);
@@ -658,7 +656,8 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 		  size_t new_len, const hutch_fs_options *opts,
 		  hutch_error **err)
 {
-	struct staged st[2] = {
+	/* The agent reads them in this order from stdin. */
+	struct text t[2] = {
 		{ old_text ? old_text : "", old_len, "" },
 		{ new_text ? new_text : "", new_len, "" },
 	};
@@ -684,14 +683,14 @@ int hutch_fs_edit(hutch_fs_result **out, hutch_session *s, const char *path,
 					"%s: %s and %s are the same", c.w.tool,
 					c.w.old_text, c.w.new_text);
 	argv_init(&a, HUTCH_AGENT_FS_EDIT);
-	if ((rc = pass_texts(s, st, 2, &a, err)) < 0) {
+	if ((rc = pass_texts(t, 2, &a, err)) < 0) {
 		argv_release(&a);
 		return hutch__error_wrap(err, rc, "%s", c.w.tool);
 	}
 	arg(&a, "--old-from");
-	arg(&a, st[0].path);
+	arg(&a, t[0].src);
 	arg(&a, "--new-from");
-	arg(&a, st[1].path);
+	arg(&a, t[1].src);
 	if (c.o.all)
 		arg(&a, "--all");
 	arg(&a, "--");

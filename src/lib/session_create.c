@@ -430,15 +430,6 @@ static int container_spec(const hutch_session *s, json_object *labels,
 	return 0;
 }
 
-int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
-			   const char *what, hutch_error **err)
-{
-	/* Into the system volume: the archive API writes there whether or
-	 * not the root filesystem is read-only. */
-	return hutch__api_archive_put(s->engine, s->container, HUTCH_AGENT_DIR,
-				      0, data, len, what, err);
-}
-
 /* A tar of one directory entry `name` owned by uid:gid, mode 0755. */
 static int dir_tar(char *buf, size_t cap, size_t *used, const char *name,
 		   unsigned int uid, unsigned int gid)

@@ -227,12 +227,6 @@ const char *hutch__session_container(const hutch_session *s);
 int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 			 hutch_error **err);
 
-/* PUT a tar archive (in memory) at HUTCH_AGENT_DIR ("/.hutch") in the
- * session's container, which must exist (it may be stopped); entry names
- * are relative to that directory.  `what` starts the error message. */
-int hutch__session_put_tar(hutch_session *s, const char *data, size_t len,
-			   const char *what, hutch_error **err);
-
 /* Put this library's agent into the session's container (running or not),
  * owned as agent_blob.h says.  `what` starts the error message. */
 int hutch__session_put_agent(hutch_session *s, hutch_error **err);

@@ -55,10 +55,6 @@
 #define HUTCH_HOME_DIR "home"
 #define HUTCH_AGENT_HOME_DIR HUTCH_AGENT_DIR "/" HUTCH_HOME_DIR
 
-/* Write and edit texts too large for the environment are uploaded here
- * (the agent accepts any file under HUTCH_AGENT_DIR and deletes it). */
-#define HUTCH_AGENT_STAGE_DIR HUTCH_AGENT_DIR "/req"
-
 /* --- the agent's channel (the fast path) ------------------------------------
  *
  * PID 1 ("sleep") serves a unix socket at HUTCH_CHAN_PATH, which lies on
@@ -172,6 +168,13 @@
  * HUTCH_AGENT_ENV_PREFIX, holds the text in base64. */
 #define HUTCH_AGENT_ENV_SOURCE "env:"
 #define HUTCH_AGENT_ENV_PREFIX "HUTCH_FS_"
+/* A text source "stdin:LEN": the next LEN bytes (decimal) of the agent's
+ * stdin.  Texts too big for the environment come this way, never as files:
+ * the engine's archive API extracts as root and sets modes and times by
+ * path, so a directory the session can write is no place for its upload
+ * (doc/threat-model.md).  The agent reads the sources in the order
+ * --from, --old-from, --new-from, each exactly LEN bytes. */
+#define HUTCH_AGENT_STDIN_SOURCE "stdin:"
 
 /* --- exit codes ------------------------------------------------------------- */
 
@@ -214,6 +217,8 @@
 
 /* An "fs" answer stays below this; the library refuses more. */
 #define HUTCH_AGENT_FS_ANSWER_MAX ((8 << 20) - 4096)
+/* write's text, the largest LEN of its "stdin:LEN" (HUTCH_FS_MAX_TEXT). */
+#define HUTCH_AGENT_FS_TEXT_MAX (64 << 20)
 /* An environment text up to this size (decoded) may be passed through a
  * pipe when memfd_create is filtered: what a pipe holds without a reader. */
 #define HUTCH_AGENT_ENV_TEXT_MAX (60 * 1024)

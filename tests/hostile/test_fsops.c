@@ -1,17 +1,20 @@
 /*
- * test_fsops.c - rm-file and mv-file against the sandbox's own symlinks
+ * test_fsops.c - the file tools against the sandbox's own symlinks
  * (doc/threat-model.md, "the file tools stay in /workspace")
  *
  * The sandboxed code plants symlinks to /tmp/target, outside the
  * workspace: as a parent directory, as the last component, under a tree
- * that is then deleted or moved.  Every call must act inside /workspace
- * or be refused, and /tmp/target must come out as it went in: one file,
- * "secret", holding "OUTSIDE".
+ * that is then deleted or moved.  Every call of rm-file and mv-file must
+ * act inside /workspace or be refused, and /tmp/target must come out as
+ * it went in: one file, "secret", holding "OUTSIDE".  And big texts of
+ * write and edit must not pass through any place the sandbox can reach
+ * outside the workspace.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hostile.h"
 
@@ -130,4 +133,124 @@ IT_TEST(fsops, delete_and_move_stay_in_the_workspace)
 	out = sh_out(s, "ls -A");
 	cr_assert_str_eq(out, "rel\nup\n", "left: %s", out);
 	free(out);
+}
+
+/*
+ * Texts past 48 KiB reach the agent on its stdin; nothing is put in the
+ * container for them.  They used to be a tar PUT into /.hutch/req, a
+ * directory every user of the session could write, which the engine
+ * extracted as root, setting each file's mode and times by path after
+ * creating it: a process of the session that swapped a new file for a
+ * symlink had root chmod whatever the link named (the agent, to 0644, and
+ * every later exec failed).  An attacker in the session does just that to
+ * whatever appears in /.hutch/req, and says what it saw, while big writes
+ * and edits run; then no file outside the workspace holds their texts, and
+ * the agent's files keep their mode.
+ */
+IT_TEST(fsops, big_texts_pass_through_nothing_the_session_reaches)
+{
+	static const char attacker[] =
+		"echo started; seen=; "
+		"while [ ! -e /workspace/stop ]; do "
+		"  [ -e /.hutch/req ] || continue; "
+		"  [ -n \"$seen\" ] || echo '/.hutch/req exists'; seen=1; "
+		"  for f in /.hutch/req/*; do "
+		"    [ -f \"$f\" ] && [ ! -L \"$f\" ] || continue; "
+		"    echo \"saw $f\"; "
+		"    rm -f \"$f\" && ln -s /.hutch/hutch-agent \"$f\"; "
+		"  done; "
+		"done; true";
+	const char *s = it_session();
+	const char *args[] = { "exec", s, "--", "sh", "-c", attacker, NULL };
+	size_t n = 512 * 1024, on = 60000, nn = 70000;
+	char marker[64], path[] = "/tmp/hutch-hostile-fsops-XXXXXX";
+	char *data = malloc(n), *o = malloc(on + 1), *nw = malloc(nn + 1);
+	char *before, *after, grep[512], started[8];
+	it_opts bg = { .limit = 200 }, in = { 0 };
+	size_t got = 0;
+	it_proc watch;
+	it_result r;
+	int race, fd;
+
+	cr_assert(data && o && nw);
+	snprintf(marker, sizeof(marker), "HUTCH-FSOPS-MARKER-%d",
+		 (int)getpid());
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)('a' + i % 26);
+	memset(o, 'o', on);
+	memset(nw, 'n', nn);
+	o[on] = nw[nn] = '\0';
+	/* The marker in every text, to look for afterwards. */
+	memcpy(data + n / 2, marker, strlen(marker));
+	memcpy(o + on / 2, marker, strlen(marker));
+	memcpy(nw + nn / 2, marker, strlen(marker));
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(write(fd, data, n), (ssize_t)n);
+
+	before = sh_out(s, "ls -A /.hutch; stat -c '%a %n' /.hutch/hutch-agent "
+			   "/.hutch/bin/*");
+	race = hostile_race_begin();
+	it_spawn(&watch, &bg, args);
+	/* Under way before the first write. */
+	while (got < sizeof(started)) {
+		ssize_t k = read(watch.out_fd, started + got,
+				 sizeof(started) - got);
+
+		cr_assert_gt(k, 0, "the attacker did not start");
+		got += (size_t)k;
+	}
+	cr_assert_eq(memcmp(started, "started\n", 8), 0);
+	for (int i = 0; i < 4; i++) {
+		const char *w[] = { "write", s, "big.txt", NULL };
+
+		cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+		in.in_fd = fd;
+		r = it_hutch_v(&in, w);
+		IT_ASSERT_EXIT(r, 0, "hutch write S big.txt < 512 KiB");
+		it_result_free(&r);
+	}
+	close(fd);
+	r = it_hutch("write", s, "e.txt", "--content", o, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch write S e.txt (60 KB)");
+	it_result_free(&r);
+	for (int i = 0; i < 2; i++) {
+		r = it_hutch("edit", s, "e.txt", "--old", i ? nw : o, "--new",
+			     i ? o : nw, NULL);
+		IT_ASSERT_EXIT(r, 0, "hutch edit S e.txt (60 and 70 KB)");
+		it_result_free(&r);
+	}
+	r = it_hutch("write", s, "stop", "--content", "", NULL);
+	IT_ASSERT_EXIT(r, 0, "stop the attacker");
+	it_result_free(&r);
+	r = it_wait(&watch);
+	hostile_race_end(race);
+	IT_ASSERT_EXIT(r, 0, "the attacker");
+	cr_assert_str_eq(r.out, "", "the session reached a text's upload: %s",
+			 r.out);
+	it_result_free(&r);
+
+	/* The texts arrived, and only in the workspace. */
+	after = sh_out(s, "wc -c < big.txt; cat e.txt | wc -c");
+	cr_assert_str_eq(after, "524288\n60000\n");
+	free(after);
+	/* The places the session writes, its home too unless that is the
+	 * workspace. */
+	snprintf(grep, sizeof(grep),
+		 "case \"$HOME\" in /workspace*) h=/tmp;; *) h=$HOME;; esac; "
+		 "grep -rlF '%s' /.hutch /tmp /var/tmp /dev/shm /run /root "
+		 "/home \"$h\" 2>/dev/null; true",
+		 marker);
+	after = sh_out(s, grep);
+	cr_assert_str_eq(after, "", "a text outside the workspace: %s", after);
+	free(after);
+	after = sh_out(s, "ls -A /.hutch; stat -c '%a %n' /.hutch/hutch-agent "
+			  "/.hutch/bin/*");
+	cr_assert_str_eq(after, before, "/.hutch changed: %s", after);
+	free(after);
+	free(before);
+	free(data);
+	free(o);
+	free(nw);
 }

@@ -232,8 +232,9 @@ IT_TEST(fs, write_read_round_trip)
 	cr_assert_eq(atoi(out), 0);
 	free(out);
 
-	/* Texts past 48 KiB are uploaded through the archive API instead of
-	 * the environment; the upload is removed after use. */
+	/* Texts past 48 KiB go on the agent's stdin instead of the
+	 * environment; nothing is uploaded into the container for them
+	 * (fs::big_texts_on_stdin_both_paths goes further). */
 	{
 		size_t n = 100 * 1024; /* one argument is at most 128 KiB */
 		char *big = malloc(n + 1);
@@ -253,9 +254,176 @@ IT_TEST(fs, write_read_round_trip)
 		json_object_put(doc);
 		free(big);
 	}
-	out = sh_out(s, "cat big.txt; ls -A /.hutch/req");
+	out = sh_out(s, "cat big.txt; test ! -e /.hutch/req");
 	cr_assert_str_eq(out, "small\n", "got %.200s", out);
 	free(out);
+}
+
+/* The sha256 of `len` bytes at `data`, by the host's sha256sum (caller
+ * frees). */
+static char *host_sha(const char *data, size_t len)
+{
+	char path[] = "/tmp/hutch-it-fs-XXXXXX", cmd[64], buf[128];
+	int fd = mkstemp(path);
+	FILE *f;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s'", path);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	pclose(f);
+	unlink(path);
+	buf[64] = '\0';
+	return strdup(buf);
+}
+
+/* `sha256sum FILE` in the session is `sha` (freed). */
+static void expect_sha(const char *s, const char *file, char *sha)
+{
+	char cmd[128], want[128];
+	char *out;
+
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s'", file);
+	snprintf(want, sizeof(want), "%s  %s\n", sha, file);
+	out = sh_out(s, cmd);
+	cr_assert_str_eq(out, want, "%s is not the text", file);
+	free(out);
+	free(sha);
+}
+
+/*
+ * Texts past 48 KiB go on the agent's stdin ("stdin:LEN"), and do so on
+ * both paths a command takes: the agent's channel (the default, on a
+ * local engine) and the engine's exec (HUTCH_FAST_PATH=0).  A 3 MiB write
+ * from hutch's stdin and an edit whose old and new texts are both over
+ * 48 KiB arrive byte-exact, and nothing is put in the container for them
+ * (the archive API's uploads went to /.hutch/req).
+ */
+IT_TEST(fs, big_texts_on_stdin_both_paths)
+{
+	const char *s = it_session();
+	size_t n = 3u << 20, on = 60000, nn = 100000;
+	char *data = malloc(n), *o = malloc(on + 1), *nw = malloc(nn + 1);
+	char *file = malloc(nn + 16), *out;
+	char path[] = "/tmp/hutch-it-fs-XXXXXX";
+	json_object *doc;
+	it_opts opts = { 0 };
+	it_result r;
+	int fd;
+
+	cr_assert(data && o && nw && file);
+	/* NULs and every other byte: write takes any bytes */
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 131 + i / 1000);
+	for (size_t i = 0; i < on; i++)
+		o[i] = i % 61 == 60 ? '\n' : (char)('a' + i % 26);
+	for (size_t i = 0; i < nn; i++)
+		nw[i] = i % 71 == 70 ? '\n' : (char)('A' + i % 26);
+	o[on] = nw[nn] = '\0';
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(write(fd, data, n), (ssize_t)n);
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "up");
+	it_result_free(&r);
+	for (int i = 0; i < 2; i++) {
+		const char *name = i ? "big-engine.bin" : "big-default.bin";
+		const char *args[] = { "write", s, name, "--json", NULL };
+		size_t len;
+
+		if (i == 1)
+			cr_assert_eq(setenv("HUTCH_FAST_PATH", "0", 1), 0);
+		/* The child shares the file's offset: from its start. */
+		cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+		opts.in_fd = fd;
+		r = it_hutch_v(&opts, args);
+		IT_ASSERT_EXIT(r, 0, "hutch write S FILE < 3 MiB");
+		doc = it_json(r.out, r.out_len);
+		cr_assert_eq(jint(doc, "bytes"), (int64_t)n, "%s", r.out);
+		json_object_put(doc);
+		it_result_free(&r);
+		expect_sha(s, name, host_sha(data, n));
+
+		len = (size_t)sprintf(file, "head\n%stail\n", o);
+		doc = run_json(0, "write", s, "e.txt", "--content", file, NULL);
+		cr_assert_eq(jint(doc, "bytes"), (int64_t)len);
+		json_object_put(doc);
+		doc = run_json(0, "edit", s, "e.txt", "--old", o, "--new", nw,
+			       NULL);
+		cr_assert_eq(jint(doc, "replacements"), 1);
+		json_object_put(doc);
+		len = (size_t)sprintf(file, "head\n%stail\n", nw);
+		expect_sha(s, "e.txt", host_sha(file, len));
+		/* and back: the longer text is now the old one */
+		doc = run_json(0, "edit", s, "e.txt", "--old", nw, "--new", o,
+			       NULL);
+		cr_assert_eq(jint(doc, "replacements"), 1);
+		json_object_put(doc);
+		len = (size_t)sprintf(file, "head\n%stail\n", o);
+		expect_sha(s, "e.txt", host_sha(file, len));
+	}
+	cr_assert_eq(unsetenv("HUTCH_FAST_PATH"), 0);
+	close(fd);
+	out = sh_out(s, "test ! -e /.hutch/req && echo none");
+	cr_assert_str_eq(out, "none\n", "got %.200s", out);
+	free(out);
+	free(data);
+	free(o);
+	free(nw);
+	free(file);
+}
+
+/*
+ * A container killed from outside comes back for the next call, which
+ * runs once more when its container was gone before it started (exec.c,
+ * run_with_one_retry): the texts on stdin must then arrive whole, the
+ * write's buffer sent again, the edit's two texts read from their start.
+ */
+IT_TEST(fs, big_texts_whole_after_the_container_was_killed)
+{
+	const char *s = it_session();
+	size_t n = 100000, on = 60000, nn = 70000, len;
+	char *data = malloc(n + 1), *o = malloc(on + 1), *nw = malloc(nn + 1);
+	char *file = malloc(nn + 16);
+	json_object *doc;
+	it_result r;
+
+	cr_assert(data && o && nw && file);
+	for (size_t i = 0; i < n; i++)
+		data[i] = i % 50 == 49 ? '\n' : (char)('0' + i % 10);
+	for (size_t i = 0; i < on; i++)
+		o[i] = i % 61 == 60 ? '\n' : (char)('a' + i % 26);
+	for (size_t i = 0; i < nn; i++)
+		nw[i] = i % 71 == 70 ? '\n' : (char)('A' + i % 26);
+	data[n] = o[on] = nw[nn] = '\0';
+	r = it_hutch("up", s, NULL);
+	IT_ASSERT_EXIT(r, 0, "up");
+	it_result_free(&r);
+	len = (size_t)sprintf(file, "head\n%stail\n", o);
+	r = it_hutch("write", s, "e.txt", "--content", file, NULL);
+	IT_ASSERT_EXIT(r, 0, "hutch write S e.txt");
+	it_result_free(&r);
+
+	it_container_kill(s);
+	doc = run_json(0, "write", s, "big.txt", "--content", data, NULL);
+	cr_assert_eq(jint(doc, "bytes"), (int64_t)n);
+	json_object_put(doc);
+	expect_sha(s, "big.txt", host_sha(data, n));
+
+	it_container_kill(s);
+	doc = run_json(0, "edit", s, "e.txt", "--old", o, "--new", nw, NULL);
+	cr_assert_eq(jint(doc, "replacements"), 1);
+	json_object_put(doc);
+	len = (size_t)sprintf(file, "head\n%stail\n", nw);
+	expect_sha(s, "e.txt", host_sha(file, len));
+	free(data);
+	free(o);
+	free(nw);
+	free(file);
 }
 
 IT_TEST(fs, read_windows_binary_and_bad_utf8)

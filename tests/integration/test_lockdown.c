@@ -537,7 +537,7 @@ IT_TEST(lockdown, read_only_root)
 		"touch /etc/x /bin/x /x 2>&1 | grep -c 'Read-only file system';"
 		" touch /tmp/x && echo tmp; touch /workspace/x && echo ws",
 		"3\ntmp\nws\n");
-	/* 100 KB: staged through the archive API, not the environment. */
+	/* 100 KB: on the agent's stdin, not in the environment. */
 	big = malloc(100001);
 	cr_assert_not_null(big);
 	memset(big, 'a', 100000);

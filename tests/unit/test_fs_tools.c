@@ -4,14 +4,16 @@
  * Runs the built static agent ($HUTCH_BUILDDIR/src/agent/hutch-agent) as
  * "hutch-agent fs --root TMPDIR TOOL ..." against real temp trees and
  * checks the one JSON object it prints, the exit code and the files.
- * write and edit take staged files; in a container they live under
- * /.hutch/, here under the test's own directory (--stage-dir).
+ * write and edit take their texts from stdin ("stdin:LEN", as the library
+ * sends the large ones) or the environment ("env:HUTCH_FS_*", the small
+ * ones); text() queues the bytes that run() then pipes in.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +25,22 @@
 
 #define OUT_CAP (16 << 20)
 
-static char agent[PATH_MAX], base[256], root[PATH_MAX], outside[PATH_MAX],
-	stage_dir[PATH_MAX];
+#define IN_CAP (40 << 20)
+
+static char agent[PATH_MAX], base[256], root[PATH_MAX], outside[PATH_MAX];
 static json_object *js; /* the last answer */
+/* What text() queued for the next run(): the bytes, and each text's
+ * place in them with the source naming it. */
+static char *in_buf;
+static size_t in_len;
+static struct piece {
+	const char *src;
+	size_t off, len;
+} pieces[8];
+static size_t npieces;
+/* The agent's stdin as run() orders it. */
+static char *feed;
+static size_t feed_len;
 
 static void find_agent(void)
 {
@@ -67,11 +82,12 @@ static void ln(const char *target, const char *rel)
 	cr_assert_eq(symlink(target, p), 0);
 }
 
-/* Whole file into a static buffer; NULL when missing. */
+/* Whole file (up to 4 MiB) into a static buffer; NULL when missing. */
 static const char *slurp(const char *dir, const char *rel, size_t *len)
 {
-	static char buf[1 << 20];
+	static char buf[4 << 20];
 	char p[PATH_MAX * 2];
+	size_t got = 0;
 	ssize_t n;
 	int fd;
 
@@ -79,12 +95,14 @@ static const char *slurp(const char *dir, const char *rel, size_t *len)
 	fd = open(p, O_RDONLY);
 	if (fd < 0)
 		return NULL;
-	n = read(fd, buf, sizeof(buf) - 1);
+	while ((n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
 	close(fd);
 	cr_assert_geq(n, 0);
-	buf[n] = '\0';
+	cr_assert_lt(got, sizeof(buf) - 1, "%s: too big for the test", p);
+	buf[got] = '\0';
 	if (len)
-		*len = (size_t)n;
+		*len = got;
 	return buf;
 }
 
@@ -95,10 +113,13 @@ static void setup(void)
 	cr_assert_not_null(mkdtemp(base));
 	snprintf(root, sizeof(root), "%s/ws", base);
 	snprintf(outside, sizeof(outside), "%s/outside", base);
-	snprintf(stage_dir, sizeof(stage_dir), "%s/stage", base);
 	cr_assert_eq(mkdir(root, 0755), 0);
 	cr_assert_eq(mkdir(outside, 0755), 0);
-	cr_assert_eq(mkdir(stage_dir, 0755), 0);
+	in_buf = malloc(IN_CAP);
+	feed = malloc(IN_CAP);
+	cr_assert(in_buf && feed);
+	in_len = 0;
+	npieces = 0;
 }
 
 static void teardown(void)
@@ -107,6 +128,9 @@ static void teardown(void)
 
 	json_object_put(js);
 	js = NULL;
+	free(in_buf);
+	free(feed);
+	in_buf = feed = NULL;
 	if (base[0]) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 		if (system(cmd) != 0)
@@ -116,46 +140,116 @@ static void teardown(void)
 
 TestSuite(fstools, .init = setup, .fini = teardown, .timeout = 60);
 
+/* Append the queued text named by @src, once. */
+static void feed_text(const char *src)
+{
+	for (size_t i = 0; i < npieces; i++) {
+		if (pieces[i].src != src)
+			continue;
+		memcpy(feed + feed_len, in_buf + pieces[i].off, pieces[i].len);
+		feed_len += pieces[i].len;
+		pieces[i].src = NULL;
+	}
+}
+
+/* The queued texts in the order the library sends them and the agent
+ * reads them (--from, --old-from, --new-from, whatever their place on
+ * the command line: the order in which C evaluates run()'s arguments,
+ * and so queues them, is unspecified), then those no option names. */
+static void order_feed(const char *const *argv, int argc)
+{
+	static const char *const opts[] = { "--from", "--old-from",
+					    "--new-from" };
+
+	feed_len = 0;
+	for (size_t k = 0; k < sizeof(opts) / sizeof(*opts); k++)
+		for (int i = 0; i + 1 < argc; i++)
+			if (!strcmp(argv[i], opts[k]))
+				feed_text(argv[i + 1]);
+	for (size_t i = 0; i < npieces; i++)
+		if (pieces[i].src)
+			feed_text(pieces[i].src);
+	in_len = 0;
+	npieces = 0;
+}
+
+/* A writer process that pipes the feed into the agent's stdin (@in) and
+ * exits; the agent may stop reading early (EPIPE, ignored). */
+static pid_t feed_stdin(int in[2])
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		size_t off = 0;
+		ssize_t w;
+
+		signal(SIGPIPE, SIG_IGN);
+		close(in[0]);
+		/* In pieces, so the agent's reads come back short. */
+		while (off < feed_len) {
+			w = write(in[1], feed + off,
+				  feed_len - off < 4099 ? feed_len - off :
+							  4099);
+			if (w <= 0)
+				_exit(1);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
 /*
- * Run "agent fs --root ROOT ARGS..." and parse its stdout, which must be
- * exactly one JSON object and a newline.  Returns the exit code.
+ * Run "agent fs --root ROOT ARGS..." with what text() queued on its stdin
+ * (else an empty stdin) and parse its stdout, which must be exactly one
+ * JSON object and a newline.  Returns the exit code.
  */
 static int run(const char *arg, ...)
 {
 	const char *argv[64];
 	char *out = malloc(OUT_CAP);
 	size_t len = 0;
-	int p[2], status, argc = 0;
+	int p[2], in[2], status, argc = 0;
 	va_list ap;
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, feeder;
 
 	cr_assert_not_null(out);
 	argv[argc++] = agent;
 	argv[argc++] = "fs";
 	argv[argc++] = "--root";
 	argv[argc++] = root;
-	argv[argc++] = "--stage-dir";
-	argv[argc++] = stage_dir;
 	va_start(ap, arg);
 	for (; arg && argc < 63; arg = va_arg(ap, const char *))
 		argv[argc++] = arg;
 	va_end(ap);
 	argv[argc] = NULL;
+	order_feed(argv, argc);
 	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(pipe(in), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		dup2(in[0], 0);
 		dup2(p[1], 1);
+		close(in[0]);
+		close(in[1]);
 		close(p[0]);
 		close(p[1]);
 		execv(agent, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
+	feeder = feed_stdin(in);
+	/* The feeder's is the last write end: its exit is the end of the
+	 * agent's stdin. */
+	close(in[0]);
+	close(in[1]);
 	while ((n = read(p[0], out + len, OUT_CAP - 1 - len)) > 0)
 		len += (size_t)n;
 	close(p[0]);
+	cr_assert_eq(waitpid(feeder, NULL, 0), feeder);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status));
 	out[len] = '\0';
@@ -233,25 +327,30 @@ static size_t count(const char *path)
 		cr_expect_not_null(get("error.message"));       \
 	} while (0)
 
-/* Stage @data as STAGE_DIR/NAME, as the library does in /.hutch. */
-static const char *stage(const char *data)
+/*
+ * Queue @n bytes of @data for the next run's stdin and return its source,
+ * "stdin:N" with N = @n + @extra (@extra > 0: a text cut short in
+ * transit).  run() sends the queued texts in the agent's order
+ * (order_feed).
+ */
+static const char *text_n(const char *data, size_t n, size_t extra)
 {
-	static char paths[4][PATH_MAX + 32];
+	static char srcs[8][48];
 	static int next;
-	char *p = paths[next++ % 4];
-	int fd;
+	char *src = srcs[next++ % 8];
 
-	snprintf(p, sizeof(paths[0]), "%s/test-%d", stage_dir, next);
-	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
-	cr_assert_eq(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-	close(fd);
-	return p;
+	cr_assert_leq(n, IN_CAP - in_len);
+	cr_assert_lt(npieces, sizeof(pieces) / sizeof(*pieces));
+	memcpy(in_buf + in_len, data, n);
+	snprintf(src, sizeof(srcs[0]), "stdin:%zu", n + extra);
+	pieces[npieces++] = (struct piece){ src, in_len, n };
+	in_len += n;
+	return src;
 }
 
-static bool gone(const char *p)
+static const char *text(const char *data)
 {
-	return access(p, F_OK) != 0 && errno == ENOENT;
+	return text_n(data, strlen(data), 0);
 }
 
 /* --- read --------------------------------------------------------------- */
@@ -465,12 +564,11 @@ static bool no_temp_files(const char *dir)
 
 Test(fstools, write_creates_parents_and_file)
 {
-	const char *st = stage("hello\n");
 	char p[PATH_MAX * 2];
 	struct stat sb;
 
-	cr_assert_eq(run("write", "a/b/c.txt", "--from", st, NULL), 0);
-	cr_expect(gone(st), "staged file left behind");
+	cr_assert_eq(run("write", "a/b/c.txt", "--from", text("hello\n"), NULL),
+		     0);
 	cr_expect_str_eq(str("path"), "a/b/c.txt");
 	cr_expect_eq(num("bytes"), 6);
 	cr_expect(flag("created"));
@@ -494,7 +592,7 @@ Test(fstools, write_replaces_and_keeps_mode)
 	cr_assert_eq(chmod(p, 0750), 0);
 	cr_assert_eq(stat(p, &sb), 0);
 	before = sb.st_ino;
-	cr_assert_eq(run("write", "x.sh", "--from", stage("new!\n"), NULL), 0);
+	cr_assert_eq(run("write", "x.sh", "--from", text("new!\n"), NULL), 0);
 	cr_expect_not(flag("created"));
 	cr_expect_str_eq(str("mode"), "0750");
 	cr_assert_eq(stat(p, &sb), 0);
@@ -546,19 +644,17 @@ Test(fstools, texts_from_the_environment)
 
 Test(fstools, write_never_goes_outside)
 {
-	const char *st = stage("evil\n");
-
 	ln(outside, "out");
 	ln("../outside/target", "dangling_out");
-	EXPECT_ERROR(run("write", "out/x", "--from", st, NULL), 1, "escape");
-	cr_expect(gone(st), "staged file left behind on failure");
-	EXPECT_ERROR(run("write", "out/new/dir/x", "--from", stage("e"), NULL),
+	EXPECT_ERROR(run("write", "out/x", "--from", text("evil\n"), NULL), 1,
+		     "escape");
+	EXPECT_ERROR(run("write", "out/new/dir/x", "--from", text("e"), NULL),
 		     1, "escape");
-	EXPECT_ERROR(run("write", "dangling_out", "--from", stage("e"), NULL),
-		     1, "escape");
-	EXPECT_ERROR(run("write", "../outside/y", "--from", stage("e"), NULL),
-		     1, "escape");
-	EXPECT_ERROR(run("write", "/tmp/zzz-hutch", "--from", stage("e"), NULL),
+	EXPECT_ERROR(run("write", "dangling_out", "--from", text("e"), NULL), 1,
+		     "escape");
+	EXPECT_ERROR(run("write", "../outside/y", "--from", text("e"), NULL), 1,
+		     "escape");
+	EXPECT_ERROR(run("write", "/tmp/zzz-hutch", "--from", text("e"), NULL),
 		     1, "escape");
 	cr_expect_null(slurp(outside, "x", NULL));
 	cr_expect_null(slurp(outside, "new", NULL));
@@ -572,33 +668,184 @@ Test(fstools, write_through_inside_symlink_and_onto_dir)
 {
 	PUT("real.txt", "r\n");
 	ln("real.txt", "link");
-	cr_assert_eq(run("write", "link", "--from", stage("via link\n"), NULL),
+	cr_assert_eq(run("write", "link", "--from", text("via link\n"), NULL),
 		     0);
 	cr_expect_str_eq(str("path"), "real.txt");
 	cr_expect_str_eq(slurp(root, "real.txt", NULL), "via link\n");
 	mk("d");
-	EXPECT_ERROR(run("write", "d", "--from", stage("x"), NULL), 1,
-		     "is_dir");
-	EXPECT_ERROR(run("write", ".", "--from", stage("x"), NULL), 1,
-		     "is_dir");
+	EXPECT_ERROR(run("write", "d", "--from", text("x"), NULL), 1, "is_dir");
+	EXPECT_ERROR(run("write", ".", "--from", text("x"), NULL), 1, "is_dir");
 }
 
-Test(fstools, staged_paths_are_checked)
+/* Texts come from stdin:LEN or env:HUTCH_FS_* only: a path is refused
+ * (and the file it names left alone), so is a LEN that is not a plain
+ * decimal number, and the file to write is not touched. */
+Test(fstools, text_sources_are_checked)
 {
+	static const char *const bad[] = {
+		"stdin:",   "stdin:abc", "stdin:-1",	  "stdin:+1",
+		"stdin:1x", "stdin: 1",	 "stdin:0x1",	  "STDIN:1",
+		"stdin",    "-",	 "/.hutch/req/x", "env:",
+	};
 	char p[PATH_MAX * 2];
 
+	PUT("t", "keep\n");
 	snprintf(p, sizeof(p), "%s/staged", base);
-	PUT("t", "t");
-	cr_assert_eq(close(open(p, O_WRONLY | O_CREAT, 0600)), 0);
+	put_file("../staged", "evil\n", 5);
 	EXPECT_ERROR(run("write", "t", "--from", p, NULL), 2, "usage");
-	cr_expect_eq(access(p, F_OK), 0, "a non-staged file was unlinked");
-	/* under the stage directory only textually: ".." is refused, and
-	 * the file it names is not unlinked */
-	snprintf(p, sizeof(p), "%s/../staged", stage_dir);
-	EXPECT_ERROR(run("write", "t", "--from", p, NULL), 2, "usage");
-	cr_expect_eq(access(p, F_OK), 0,
-		     "a file outside the stage dir was unlinked");
+	cr_expect_str_eq(slurp(base, "staged", NULL), "evil\n",
+			 "the file named as a source was touched");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		/* Bytes there to be read, had the source been taken. */
+		text("x");
+		EXPECT_ERROR(run("write", "t", "--from", bad[i], NULL), 2,
+			     "usage");
+		cr_expect(strstr(str("error.message"), "--from"), "%s: %s",
+			  bad[i], str("error.message"));
+		EXPECT_ERROR(run("edit", "t", "--old-from", text("kee"),
+				 "--new-from", bad[i], NULL),
+			     2, "usage");
+	}
 	EXPECT_ERROR(run("write", "t", NULL), 2, "usage");
+	EXPECT_ERROR(run("edit", "t", "--old-from", text("keep"), NULL), 2,
+		     "usage");
+	cr_expect_str_eq(slurp(root, "t", NULL), "keep\n");
+	cr_expect(no_temp_files(root));
+}
+
+/* LEN over the tool's cap (write 64 MiB, edit 16 MiB a text) is refused
+ * before a byte of stdin is read (an empty stdin here: a read would be
+ * the "io" of a short text), and nothing is written. */
+Test(fstools, text_over_the_cap_is_refused)
+{
+	size_t n = 16u << 20;
+	char *big;
+	int rc;
+
+	PUT("t", "keep\n");
+	EXPECT_ERROR(run("write", "t", "--from", "stdin:67108865", NULL), 1,
+		     "too_big");
+	EXPECT_ERROR(run("write", "new.txt", "--from",
+			 "stdin:99999999999999999999999999", NULL),
+		     1, "too_big");
+	EXPECT_ERROR(run("edit", "t", "--old-from", "stdin:16777217",
+			 "--new-from", "stdin:1", NULL),
+		     1, "too_big");
+	EXPECT_ERROR(run("edit", "t", "--old-from", "stdin:4", "--new-from",
+			 "stdin:16777217", NULL),
+		     1, "too_big");
+	cr_expect_str_eq(slurp(root, "t", NULL), "keep\n");
+	cr_expect_null(slurp(root, "new.txt", NULL));
+	cr_expect(no_temp_files(root));
+	/* 16 MiB itself is within the cap: an edit of a 16 MiB file by a
+	 * 16 MiB old text. */
+	big = malloc(n);
+	cr_assert_not_null(big);
+	memset(big, 'a', n);
+	big[n - 1] = '\n';
+	put_file("big.txt", big, n);
+	rc = run("edit", "big.txt", "--old-from", text_n(big, n, 0),
+		 "--new-from", text("b\n"), NULL);
+	cr_assert_eq(rc, 0, "%s", json_object_to_json_string(js));
+	free(big);
+	cr_expect_eq(num("replacements"), 1);
+	cr_expect_str_eq(slurp(root, "big.txt", NULL), "b\n");
+}
+
+/* A stdin that ends before LEN bytes is a text cut short in transit: it
+ * is refused, never written as if it were whole, and no temporary file
+ * stays. */
+Test(fstools, short_stdin_writes_nothing)
+{
+	size_t n = 200000;
+	char *big = malloc(n);
+
+	cr_assert_not_null(big);
+	memset(big, 'z', n);
+	PUT("t", "keep\n");
+	EXPECT_ERROR(run("write", "t", "--from", text_n("new tex", 7, 3), NULL),
+		     1, "io");
+	cr_expect(strstr(str("error.message"), "7 of its 10 bytes"), "%s",
+		  str("error.message"));
+	/* past the agent's first reads: only the end is missing */
+	EXPECT_ERROR(run("write", "t", "--from", text_n(big, n, 1), NULL), 1,
+		     "io");
+	free(big);
+	EXPECT_ERROR(run("write", "n.txt", "--from", "stdin:5", NULL), 1, "io");
+	cr_expect_str_eq(slurp(root, "t", NULL), "keep\n");
+	cr_expect_null(slurp(root, "n.txt", NULL), "a cut text was written");
+	/* edit: the new text short, then the old one */
+	PUT("e.txt", "alpha\nbeta\n");
+	EXPECT_ERROR(run("edit", "e.txt", "--old-from", text("beta"),
+			 "--new-from", text_n("gam", 3, 2), NULL),
+		     1, "io");
+	EXPECT_ERROR(run("edit", "e.txt", "--old-from", text_n("bet", 3, 1),
+			 "--new-from", "stdin:5", NULL),
+		     1, "io");
+	cr_expect_str_eq(slurp(root, "e.txt", NULL), "alpha\nbeta\n");
+	cr_expect(no_temp_files(root));
+}
+
+/* A text larger than any of the agent's buffers streams from stdin:
+ * exactly LEN bytes, NULs and all; what follows them is not the text. */
+Test(fstools, write_one_mebibyte_from_stdin)
+{
+	size_t n = 1u << 20, len;
+	char *data = malloc(n);
+	const char *src, *got;
+	int rc;
+
+	cr_assert_not_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i * 7 + i / 4096);
+	src = text_n(data, n, 0);
+	text("NOT THE TEXT");
+	rc = run("write", "big.bin", "--from", src, NULL);
+	cr_assert_eq(rc, 0, "%s", json_object_to_json_string(js));
+	cr_expect_eq(num("bytes"), (long long)n);
+	cr_expect(flag("created"));
+	got = slurp(root, "big.bin", &len);
+	cr_assert_eq(len, n);
+	cr_expect_eq(memcmp(got, data, n), 0, "the file is not the text");
+	cr_expect(no_temp_files(root));
+	free(data);
+}
+
+/* Edit texts past the environment's 48 KiB, both on stdin: the old one
+ * first, then the new one (longer, then shorter than the other). */
+Test(fstools, edit_texts_over_48k_from_stdin)
+{
+	size_t on = 60000, nn = 100000, len;
+	char *o = malloc(on + 1), *n = malloc(nn + 1), *want;
+	const char *got;
+	int rc;
+
+	cr_assert(o && n);
+	for (size_t i = 0; i < on; i++)
+		o[i] = i % 61 == 60 ? '\n' : (char)('a' + i % 26);
+	for (size_t i = 0; i < nn; i++)
+		n[i] = i % 71 == 70 ? '\n' : (char)('A' + i % 26);
+	o[on] = n[nn] = '\0';
+	want = malloc(nn + 16);
+	cr_assert_not_null(want);
+	len = (size_t)sprintf(want, "head\n%stail\n", o);
+	put_file("e.txt", want, len);
+	rc = run("edit", "e.txt", "--old-from", text(o), "--new-from", text(n),
+		 NULL);
+	cr_assert_eq(rc, 0, "%s", json_object_to_json_string(js));
+	cr_expect_eq(num("replacements"), 1);
+	len = (size_t)sprintf(want, "head\n%stail\n", n);
+	got = slurp(root, "e.txt", NULL);
+	cr_expect(strcmp(got, want) == 0, "not the edited text");
+	rc = run("edit", "e.txt", "--old-from", text(n), "--new-from", text(o),
+		 NULL);
+	cr_assert_eq(rc, 0, "%s", json_object_to_json_string(js));
+	len = (size_t)sprintf(want, "head\n%stail\n", o);
+	got = slurp(root, "e.txt", NULL);
+	cr_expect(strcmp(got, want) == 0, "not the edited text back");
+	free(o);
+	free(n);
+	free(want);
 }
 
 /* --- edit ----------------------------------------------------------------- */
@@ -613,20 +860,19 @@ Test(fstools, edit_exact_and_errors)
 	snprintf(p, sizeof(p), "%s/e.py", root);
 	cr_assert_eq(chmod(p, 0600), 0);
 	/* ambiguous */
-	o = stage("return 1");
-	n = stage("return 2");
+	o = text("return 1");
+	n = text("return 2");
 	EXPECT_ERROR(run("edit", "e.py", "--old-from", o, "--new-from", n,
 			 NULL),
 		     1, "ambiguous");
-	cr_expect(gone(o) && gone(n));
 	cr_expect_eq(num("error.count"), 2);
 	cr_expect_eq(count("error.lines"), 2);
 	cr_expect_eq(num("error.lines.0"), 2);
 	cr_expect_eq(num("error.lines.1"), 5);
 	/* unique with context */
 	cr_assert_eq(run("edit", "e.py", "--old-from",
-			 stage("def g():\n    return 1"), "--new-from",
-			 stage("def g():\n    return 3"), NULL),
+			 text("def g():\n    return 1"), "--new-from",
+			 text("def g():\n    return 3"), NULL),
 		     0);
 	cr_expect_str_eq(str("match"), "exact");
 	cr_expect_eq(num("replacements"), 1);
@@ -637,7 +883,7 @@ Test(fstools, edit_exact_and_errors)
 	cr_expect_eq(sb.st_mode & 07777, 0600);
 	/* --all */
 	cr_assert_eq(run("edit", "e.py", "--all", "--old-from",
-			 stage("    return"), "--new-from", stage("\treturn"),
+			 text("    return"), "--new-from", text("\treturn"),
 			 NULL),
 		     0);
 	cr_expect_eq(num("replacements"), 2);
@@ -645,18 +891,18 @@ Test(fstools, edit_exact_and_errors)
 			 "def f():\n\treturn 1\n\ndef g():\n\treturn 3\n");
 	/* no match: closest region with cat -n numbers */
 	EXPECT_ERROR(run("edit", "e.py", "--old-from",
-			 stage("def g():\n\treturn 4\n"), "--new-from",
-			 stage("x"), NULL),
+			 text("def g():\n\treturn 4\n"), "--new-from",
+			 text("x"), NULL),
 		     1, "no_match");
 	cr_expect_eq(num("error.closest.line"), 4);
 	cr_expect_str_eq(str("error.closest.text"),
 			 "     4\tdef g():\n     5\t\treturn 3");
 	/* invalid */
-	EXPECT_ERROR(run("edit", "e.py", "--old-from", stage(""), "--new-from",
-			 stage("x"), NULL),
+	EXPECT_ERROR(run("edit", "e.py", "--old-from", text(""), "--new-from",
+			 text("x"), NULL),
 		     1, "invalid");
-	EXPECT_ERROR(run("edit", "e.py", "--old-from", stage("def"),
-			 "--new-from", stage("def"), NULL),
+	EXPECT_ERROR(run("edit", "e.py", "--old-from", text("def"),
+			 "--new-from", text("def"), NULL),
 		     1, "invalid");
 }
 
@@ -666,19 +912,19 @@ Test(fstools, edit_crlf_and_binary)
 	const char *got;
 
 	PUT("w.txt", "a\r\nb  \r\nc\r\n");
-	cr_assert_eq(run("edit", "w.txt", "--old-from", stage("a\nb\n"),
-			 "--new-from", stage("A\nB\nB2\n"), NULL),
+	cr_assert_eq(run("edit", "w.txt", "--old-from", text("a\nb\n"),
+			 "--new-from", text("A\nB\nB2\n"), NULL),
 		     0);
 	cr_expect_str_eq(str("match"), "whitespace");
 	got = slurp(root, "w.txt", &len);
 	cr_expect_str_eq(got, "A\r\nB\r\nB2\r\nc\r\n");
 	put_file("b.bin", "x\0y", 3);
-	EXPECT_ERROR(run("edit", "b.bin", "--old-from", stage("x"),
-			 "--new-from", stage("z"), NULL),
+	EXPECT_ERROR(run("edit", "b.bin", "--old-from", text("x"), "--new-from",
+			 text("z"), NULL),
 		     1, "binary");
 	ln("/etc/hostname", "h");
-	EXPECT_ERROR(run("edit", "h", "--old-from", stage("x"), "--new-from",
-			 stage("z"), NULL),
+	EXPECT_ERROR(run("edit", "h", "--old-from", text("x"), "--new-from",
+			 text("z"), NULL),
 		     1, "escape");
 }
 
