@@ -182,6 +182,10 @@ int cli_sync_progress(const hutch_sync_stats *st, void *payload);
 void cli_sync_progress_end(cli_sync_progress_state *ps);
 /* "VERB N files, ..." on stdout. */
 void cli_sync_summary(const char *verb, const hutch_sync_stats *st);
+/* The session a copy goes into (`in`: made when missing) or comes out of
+ * (must exist), on its engine.  0, or the exit code (the error said). */
+int cli_copy_session(cli_globals *g, const char *name, int in,
+		     hutch_engine **engine, hutch_session **s);
 /* The counts of a copy into the JSON object `o`, in `sync-in --json`'s
  * order; `all` 0 leaves out hardlinks and archive_bytes, which the "seed"
  * of `up --json` never had. */

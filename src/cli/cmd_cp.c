@@ -302,17 +302,8 @@ static int cmd_cp(cli_globals *g, int argc, char **argv)
 	so.payload = &ps;
 	if (cli_cancel_begin(&so.cancel, 0, &err) < 0)
 		return cli_fail(err);
-	/* Copying in may start a session (as sync-in); out of one that does
-	 * not exist is a mistyped name. */
-	if ((rc = cli_session_engine(g, name, in ? HUTCH_FLEET_CREATE : 0,
-				     &engine)) != 0)
+	if ((rc = cli_copy_session(g, name, in, &engine, &s)) != 0)
 		goto out;
-	rc = EXIT_HUTCH_FAILED;
-	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {
-		rc = cli_fail(err);
-		goto out;
-	}
-	hutch_session_set_create(s, in);
 	rc = in ? copy_in(s, host, path, &so, &st) :
 		  copy_out(s, path, host, &so, &st);
 	cli_sync_progress_end(&ps);

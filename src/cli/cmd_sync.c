@@ -120,6 +120,23 @@ static void print_json(const char *session, const char *direction,
 
 static int run_sync(cli_globals *g, int argc, char **argv, int in);
 
+int cli_copy_session(cli_globals *g, const char *name, int in,
+		     hutch_engine **engine, hutch_session **s)
+{
+	hutch_error *err = NULL;
+	int rc;
+
+	/* Copying in may start a session (sync-in seeds one); copying out
+	 * of a session that does not exist is a mistyped name. */
+	rc = cli_session_engine(g, name, in ? HUTCH_FLEET_CREATE : 0, engine);
+	if (rc != 0)
+		return rc;
+	if (hutch_session_open(s, *engine, name, NULL, &err) < 0)
+		return cli_fail(err);
+	hutch_session_set_create(*s, in);
+	return 0;
+}
+
 static int cmd_sync_in(cli_globals *g, int argc, char **argv)
 {
 	return run_sync(g, argc, argv, 1);
@@ -218,17 +235,9 @@ static int run_sync(cli_globals *g, int argc, char **argv, int in)
 		rc = cli_fail(err);
 		goto out;
 	}
-	/* sync-in may start a session (it seeds one); sync-out of a
-	 * session that does not exist is a mistyped name. */
-	if ((rc = cli_session_engine(g, name, in ? HUTCH_FLEET_CREATE : 0,
-				     &engine)) != 0)
+	if ((rc = cli_copy_session(g, name, in, &engine, &s)) != 0)
 		goto out;
 	rc = EXIT_HUTCH_FAILED;
-	if (hutch_session_open(&s, engine, name, NULL, &err) < 0) {
-		rc = cli_fail(err);
-		goto out;
-	}
-	hutch_session_set_create(s, in);
 	r = in ? hutch_sync_in(&st, s, hostdir, &so, &err) :
 		 hutch_sync_out(&st, s, hostdir, path, &so, &err);
 	cli_sync_progress_end(&ps);
