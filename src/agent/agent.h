@@ -86,7 +86,7 @@ void agent_grow_pipe(int fd, int size);
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
 int agent_kill(int argc, char **argv);
-int agent_untar(int argc, char **argv); /* untar.c: sync-in's unpacking */
+int agent_untar(int argc, char **argv);	  /* untar.c: sync-in's unpacking */
 int agent_fs(int argc, char **argv);	  /* fs.c: confined file tools */
 int agent_spawn(int argc, char **argv);	  /* spawn.c */
 int agent_ps(int argc, char **argv);	  /* procs.c */
