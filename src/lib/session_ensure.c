@@ -96,16 +96,33 @@ int hutch__session_state(hutch_session *s, char *state, size_t statesz,
 /* Remove the container `id` names (NULL: whatever has the session's
  * name).  By id, a container seen a moment ago is the one removed, never
  * one a racer made since under the same name. */
+/* Podman on a loaded machine: a forced remove whose stop waited too long
+ * for the container's exit ("cannot remove container ... as it could not
+ * be stopped: timed out waiting for file .../exits/ID", HTTP 500, seen in
+ * CI with 64 sessions removed at once) leaves the container stopping;
+ * asked again a moment later, Podman removes it. */
+#define REMOVE_TRIES 4
+#define REMOVE_RETRY_MS 1000
+
 int hutch__session_remove_container(hutch_session *s, const char *id,
 				    hutch_error **err)
 {
 	hutch_error *lerr = NULL;
+	const char *said;
 	int rc;
 
-	rc = hutch__api_container_remove(s->engine,
-					 id && *id ? id : s->container, 1,
-					 "remove the session's container",
-					 &lerr);
+	for (int tries = 1;; tries++) {
+		rc = hutch__api_container_remove(
+			s->engine, id && *id ? id : s->container, 1,
+			"remove the session's container", &lerr);
+		said = lerr ? hutch_error_engine_message(lerr) : NULL;
+		if (rc >= 0 || rc == HUTCH_ENOTFOUND || tries == REMOVE_TRIES ||
+		    !said || !strstr(said, "could not be stopped"))
+			break;
+		hutch_error_free(lerr);
+		lerr = NULL;
+		hutch__sleep_ms(REMOVE_RETRY_MS);
+	}
 	if (rc == HUTCH_ENOTFOUND)
 		rc = 0;
 	return hutch__error_pass(err, lerr, rc);
