@@ -86,8 +86,13 @@ void agent_grow_pipe(int fd, int size);
 int agent_sleep(int argc, char **argv);
 int agent_run(int argc, char **argv);
 int agent_kill(int argc, char **argv);
-int agent_untar(int argc, char **argv);	  /* untar.c: sync-in's unpacking */
-int agent_fs(int argc, char **argv);	  /* fs.c: confined file tools */
+int agent_untar(int argc, char **argv); /* untar.c: sync-in's unpacking */
+int agent_fs(int argc, char **argv);
+/* fs.c: ".NAME.hutch-XXXXXX", a random name beside NAME (within
+ * NAME_MAX) to make a file or symlink under, then rename over NAME; made
+ * with O_EXCL, a collision is a retry, not a risk. */
+void agent_temp_name(char *out, size_t cap,
+		     const char *name);	  /* fs.c: confined file tools */
 int agent_spawn(int argc, char **argv);	  /* spawn.c */
 int agent_ps(int argc, char **argv);	  /* procs.c */
 int agent_logs(int argc, char **argv);	  /* procs.c */

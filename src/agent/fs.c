@@ -703,7 +703,7 @@ static int unchanged(int dirfd, const char *name, const struct expect *x)
 
 /* --- atomic replace ---------------------------------------------------- */
 
-static void temp_name(char *out, size_t cap, const char *name)
+void agent_temp_name(char *out, size_t cap, const char *name)
 {
 	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	unsigned char rnd[6];
@@ -758,7 +758,7 @@ static int replace_file(int dirfd, const char *name, int src_fd,
 
 	*bytes = 0;
 	for (tries = 0; tries < 16; tries++) {
-		temp_name(tmp, sizeof(tmp), name);
+		agent_temp_name(tmp, sizeof(tmp), name);
 		fd = openat(dirfd, tmp,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -506,28 +505,6 @@ static int parent_of(struct untar *u, char *name, const char **base)
 	return u->parent_fd;
 }
 
-/* A name beside @name, made with O_EXCL (files) or as a symlink: the
- * entry is made there, then renamed over @name. */
-static void temp_name(char *out, size_t cap, const char *name)
-{
-	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char rnd[6] = { 0 };
-	char sfx[7];
-
-	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd)) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			rnd[i] = (unsigned char)((unsigned long)ts.tv_nsec >>
-						 (i * 5));
-	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		sfx[i] = set[rnd[i] % (sizeof(set) - 1)];
-	sfx[6] = '\0';
-	snprintf(out, cap, ".%.200s.hutch-%s", name, sfx);
-}
-
 /* Put the new entry @tmp in place of @base, in @dfd: renameat replaces a
  * file or symlink without following it; a directory there is the
  * session's and is kept (the entry fails). */
@@ -574,7 +551,7 @@ static int make_file(struct untar *u, struct entry *e)
 	if (dfd < 0)
 		return -1;
 	for (tries = 0; tries < 16 && fd < 0; tries++) {
-		temp_name(tmp, sizeof(tmp), base);
+		agent_temp_name(tmp, sizeof(tmp), base);
 		fd = openat(dfd, tmp,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
@@ -654,7 +631,7 @@ static int make_symlink(struct untar *u, struct entry *e)
 		return -1;
 	/* The target is stored as it is and never followed here. */
 	for (tries = 0; tries < 16 && rc < 0; tries++) {
-		temp_name(tmp, sizeof(tmp), base);
+		agent_temp_name(tmp, sizeof(tmp), base);
 		rc = symlinkat(e->link, dfd, tmp);
 		if (rc < 0 && errno != EEXIST)
 			break;
