@@ -114,6 +114,11 @@ show_failures() {
 		FAIL | ERROR | XPASS)
 			log=${trs%.trs}.log
 			echo "=== $res: ${log#./}"
+			# What failed first, so that a reader who sees only the
+			# head of a long log still learns which test and why.
+			grep -E -A1 '^\[(FAIL|----)\] .*(Assert|[Ff]ail|[Tt]imed? ?out|[Cc]rash|[Ss]ignal)|^\[FAIL\]|ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:|^FAIL:' "$log" |
+				head -n 40 | sed 's/^/| /'
+			echo "--- the whole log"
 			cat "$log"
 			;;
 		esac

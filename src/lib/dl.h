@@ -91,7 +91,6 @@ int hutch__dl_curl(hutch_error **err);
 	X(archive_set_error)                     \
 	X(archive_write_close)                   \
 	X(archive_write_data)                    \
-	X(archive_write_fail)                    \
 	X(archive_write_free)                    \
 	X(archive_write_header)                  \
 	X(archive_write_new)                     \
@@ -226,7 +225,6 @@ int hutch__dl_curl(hutch_error **err);
 #define archive_set_error (*hutch__dl_archive_syms.sym_archive_set_error)
 #define archive_write_close (*hutch__dl_archive_syms.sym_archive_write_close)
 #define archive_write_data (*hutch__dl_archive_syms.sym_archive_write_data)
-#define archive_write_fail (*hutch__dl_archive_syms.sym_archive_write_fail)
 #define archive_write_free (*hutch__dl_archive_syms.sym_archive_write_free)
 #define archive_write_header (*hutch__dl_archive_syms.sym_archive_write_header)
 #define archive_write_new (*hutch__dl_archive_syms.sym_archive_write_new)

@@ -41,6 +41,7 @@ struct walk {
 	char path[PATH_MAX];
 	char *buf; /* file data, HUTCH_SYNC_BLOCK */
 	int reader_gone;
+	int cut; /* nothing more reaches the pipe: see the end of the worker */
 };
 
 static la_ssize_t on_write(struct archive *a, void *p, const void *data,
@@ -48,7 +49,10 @@ static la_ssize_t on_write(struct archive *a, void *p, const void *data,
 {
 	struct walk *w = p;
 
-	(void)a;
+	if (w->cut) {
+		archive_set_error(a, ECANCELED, "upload cut");
+		return -1;
+	}
 	if (hutch__pipe_write(w->job->pipe, data, len, NULL) < 0) {
 		w->reader_gone = 1;
 		archive_set_error(a, ECANCELED, "upload stopped");
@@ -371,10 +375,15 @@ void *hutch__sync_in_worker(void *p)
 out:
 	if (rc > 0) /* the reader stopped: its side reports why */
 		rc = 0;
-	/* On failure no end-of-archive marker may follow: the engine must
-	 * see a cut upload, not a shorter but complete tree. */
-	if (w.a && (rc != 0 || w.reader_gone))
-		archive_write_fail(w.a);
+	/* On failure no end-of-archive marker may follow: the reader must
+	 * see a cut upload, not a shorter but complete tree.  on_write
+	 * refuses every byte from here, and the archive is still closed:
+	 * libarchive 3.6's archive_write_fail() skips the close, which is
+	 * what frees the block buffer of the write callback's filter. */
+	if (w.a && (rc != 0 || w.reader_gone)) {
+		w.cut = 1;
+		archive_write_close(w.a);
+	}
 	archive_write_free(w.a);
 	archive_entry_free(w.entry);
 	job->rc = rc;

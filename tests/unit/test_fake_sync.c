@@ -20,6 +20,9 @@
 
 #include "fake_engine.h"
 
+#define UNTAR_REFUSAL                                                            \
+	"{\"error\":{\"code\":\"not_dir\",\"message\":\"'d' is not a directory " \
+	"in the workspace (Not a directory)\"}}\n"
 #define RUNNING \
 	"{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"running\",\"Running\":true}}"
 
@@ -43,6 +46,21 @@ static fake_action serve(struct fake_conn *c, const struct fake_request *req,
 			 strlen("/v1.41/containers/hutch-s/archive?path=%2Fworkspace")) ==
 		 0)
 		fake_send_response(c, 200, "application/x-tar", tarbuf, tarlen);
+	else if (strcmp(req->path, "/v1.41/containers/hutch-s/exec") == 0)
+		fake_send_json(c, 201, "{\"Id\":\"e1\"}");
+	else if (strcmp(req->path, "/v1.41/exec/e1/start") == 0) {
+		/* The session's unpacker (the agent's untar) answering at
+		 * once, before it read a byte of the archive. */
+		fake_sendf(c,
+			   "HTTP/1.1 101 UPGRADED\r\n"
+			   "Content-Type: application/vnd.docker.raw-stream\r\n"
+			   "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n");
+		fake_send_frame(c, 1, UNTAR_REFUSAL, strlen(UNTAR_REFUSAL));
+		return FAKE_CLOSE;
+	} else if (strcmp(req->path, "/v1.41/exec/e1/json") == 0)
+		fake_send_json(c, 200,
+			       "{\"ID\":\"e1\",\"Running\":false,"
+			       "\"ExitCode\":1,\"Pid\":7}");
 	else
 		fake_send_json(c, 404, "{\"message\":\"no such thing\"}");
 	return FAKE_KEEP;
@@ -340,4 +358,36 @@ Test(fake_sync, cwd_of_the_process_unchanged)
 	cr_assert_str_eq(before, after);
 	cr_assert_eq(st.files, 1);
 	cr_assert_eq(st.bytes, 4);
+}
+
+/*
+ * sync-in: the session's unpacker refuses the copy before it read a byte.
+ * The error is the agent's, in one line; the walker, stopped with most of
+ * the tree (4 MiB, past the 1 MiB pipe) unsent, is cut and leaves nothing
+ * allocated (the valgrind and sanitizer rounds run this test: libarchive
+ * 3.6's archive_write_fail() leaked its write buffer here).
+ */
+Test(fake_sync, sync_in_refused_by_the_unpacker)
+{
+	char path[PATH_MAX + 32];
+	static char block[64 * 1024];
+	hutch_sync_stats st;
+	const char *m;
+	FILE *f;
+	int rc;
+
+	path_in(path, sizeof(path), host, "big");
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	memset(block, 'x', sizeof(block));
+	for (int i = 0; i < 64; i++)
+		cr_assert_eq(fwrite(block, sizeof(block), 1, f), 1);
+	cr_assert_eq(fclose(f), 0);
+
+	rc = hutch_sync_in(&st, session, host, NULL, &err);
+	m = err ? hutch_error_message(err) : "";
+	cr_assert_eq(rc, HUTCH_EINVALID, "rc %d: %s", rc, m);
+	cr_expect(strstr(m, "'d' is not a directory in the workspace"), "%s",
+		  m);
+	cr_expect_null(strchr(m, '\n'), "%s", m);
 }
