@@ -34,6 +34,17 @@ int agent_parse_num(const char *s, unsigned long long max,
  * this build's HUTCH_AGENT_BIN_DIR/hutch-agent-BUILD (any directory). */
 bool agent_argv0_ok(const char *argv0);
 
+/* What main() does with its arguments, from the owner check to the
+ * command's return: also how a channel handler's fork runs "run" without
+ * an execve (chan.c), with @filtered: the fork has PID 1's seccomp filter,
+ * this program's, in force already. */
+int agent_dispatch(int argc, char **argv, bool filtered);
+/* The process's command line as /proc/PID/cmdline shows it (argv[0] to
+ * the last argument's NUL), recorded by main(); in a fork, its own copy,
+ * which it may overwrite to name itself. */
+extern char *agent_cmdline;
+extern size_t agent_cmdline_size;
+
 /*
  * seccomp.c: install the filter that refuses set-id bits and device nodes
  * (chmod family, creating opens, mknod) to this process and everything it

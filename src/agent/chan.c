@@ -6,7 +6,7 @@
  * through the volume's mount point.  Every connection hutch makes gets a
  * handler, a fork of PID 1, that does what an engine's exec of an agent
  * command line would: runs it (execve, PID 1's environment plus the
- * request's), relays its stdin, stdout and stderr (Docker's multiplexed
+ * request's; a "run" of this very agent as a fork, run_in_fork), relays its stdin, stdout and stderr (Docker's multiplexed
  * frames) or a terminal, and reports its exit status as an engine's
  * ExitCode.  Frames and order: src/shared/agent_protocol.h and
  * doc/agent-protocol.md, "The channel".
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -641,6 +642,118 @@ static __attribute__((noinline)) pid_t spawn(const struct agent_chan_req *r,
 	return pid;
 }
 
+/*
+ * Whether the request's "run" can be a fork of this handler that goes on
+ * as the agent would after its execve (agent_dispatch), rather than a
+ * vfork and an execve: starting a program is most of what a command
+ * costs on the channel (doc/internals.md, "What a command costs there").
+ * Only when:
+ * - the request's agent is this very program: PID 1's path and the
+ *   build's name are hard links of one inode (agent_blob.c), and an agent
+ *   of another build (a newer hutch) is exec'd as ever, so what runs is
+ *   what the execve would have run;
+ * - and PID 1's command line has room (HUTCH_AGENT_SLEEP_ROOM) for the
+ *   fork's name, "AGENT run --tag TAG", by which "kill" finds it
+ *   (proctree.c).  PID 1 of a session made by an older hutch has none.
+ */
+static bool run_in_fork(const struct agent_chan_req *r)
+{
+	struct stat self, want;
+	size_t need = 0;
+
+	if (r->argc < 4 || strcmp(r->argv[1], HUTCH_AGENT_CMD_RUN) != 0 ||
+	    strcmp(r->argv[2], HUTCH_AGENT_OPT_TAG) != 0)
+		return false;
+	for (int i = 0; i < 4; i++)
+		need += strlen(r->argv[i]) + 1;
+	if (!agent_cmdline || need > agent_cmdline_size)
+		return false;
+	return stat("/proc/self/exe", &self) == 0 &&
+	       fstatat(AT_FDCWD, r->argv[0], &want, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(want.st_mode) && want.st_dev == self.st_dev &&
+	       want.st_ino == self.st_ino;
+}
+
+/* In the fork: its command line becomes the request's argv, as many
+ * whole arguments as fit (at least "AGENT run --tag TAG": run_in_fork),
+ * the rest of the room zeroed.  The room's last byte stays a NUL, so
+ * the kernel shows just this span (a last byte overwritten would have it
+ * read on into the environment, as for setproctitle). */
+static void name_self(const struct agent_chan_req *r)
+{
+	size_t used = 0, n;
+
+	for (uint32_t i = 0; i < r->argc; i++) {
+		n = strlen(r->argv[i]) + 1;
+		if (n > agent_cmdline_size - used)
+			break;
+		memcpy(agent_cmdline + used, r->argv[i], n);
+		used += n;
+	}
+	memset(agent_cmdline + used, 0, agent_cmdline_size - used);
+	/* What an execve would have named it: its file's name, cut to the
+	 * 15 bytes the kernel keeps. */
+	n = strlen(r->argv[0]);
+	while (n > 0 && r->argv[0][n - 1] != '/')
+		n--;
+	prctl(PR_SET_NAME, r->argv[0] + n, 0, 0, 0);
+}
+
+/*
+ * The fork that runs "run" in place of its execve (run_in_fork).  Set up
+ * as child_exec() sets up the process before its execve, and then made
+ * what an execve would leave: the request's environment, default signal
+ * dispositions, and no fd above 2 (the engine's, PID 1's and ours alike;
+ * @errfd closing with them tells the handler it started).  What is left
+ * of the handler's memory is never seen by the command, which is exec'd
+ * in turn, and the fork is not dumpable (PID 1's PR_SET_DUMPABLE).
+ */
+static void __attribute__((noreturn))
+child_run(const struct agent_chan_req *r, char **env, int in, int out, int err,
+	  int errfd)
+{
+	int e;
+
+	if (setsid() < 0)
+		goto fail;
+	if (r->flags & HUTCH_CHAN_F_TTY && ioctl(in, TIOCSCTTY, 0) < 0)
+		goto fail;
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	if (chdir("/") < 0)
+		goto fail;
+	name_self(r);
+	reset_signals();
+	environ = env;
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+	exit(agent_dispatch((int)r->argc, r->argv, true));
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* The handler sees no STARTED either way. */
+	}
+	_exit(127);
+}
+
+/* fork and child_run(), every signal held until the fork has reset its
+ * own dispositions (as in spawn()). */
+static pid_t spawn_run(const struct agent_chan_req *r, char **env, int in,
+		       int out, int err, int errfd)
+{
+	sigset_t held, before;
+	pid_t pid;
+
+	sigfillset(&held);
+	sigprocmask(SIG_BLOCK, &held, &before);
+	pid = fork();
+	if (pid == 0)
+		child_run(r, env, in, out, err, errfd);
+	sigprocmask(SIG_SETMASK, &before, NULL);
+	return pid;
+}
+
 /* Open a terminal pair: the master (ours) and the slave (the process's),
  * both close-on-exec; the slave is dup2()ed onto 0..2 in the child. */
 static int open_pty(int *master, int *slave, uint16_t rows, uint16_t cols)
@@ -707,10 +820,15 @@ static int start_process(struct handler *h, const struct agent_chan_req *r)
 				goto busy;
 		}
 	}
-	if (h->tty)
-		pid = spawn(r, env, slave, slave, slave, ep[1]);
-	else
-		pid = spawn(r, env, pin[0], pout[1], perr[1], ep[1]);
+	{
+		pid_t (*start)(const struct agent_chan_req *, char **, int, int,
+			       int, int) = run_in_fork(r) ? spawn_run : spawn;
+
+		if (h->tty)
+			pid = start(r, env, slave, slave, slave, ep[1]);
+		else
+			pid = start(r, env, pin[0], pout[1], perr[1], ep[1]);
+	}
 	if (pid < 0)
 		goto busy;
 	h->child = pid;

@@ -28,7 +28,7 @@ static int agent_used(int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "",
+	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "[--room=...]",
 	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point); "
 	  "serve hutch's channel (" HUTCH_CHAN_PATH ")",
 	  true },
@@ -200,7 +200,22 @@ static void usage(FILE *f)
 			commands[i].args, commands[i].help);
 }
 
+char *agent_cmdline;
+size_t agent_cmdline_size;
+
 int main(int argc, char **argv)
+{
+	/* The kernel's /proc/PID/cmdline is this span: argv[0]'s first byte
+	 * to the NUL of the last argument (the strings lie end to end). */
+	if (argc > 0) {
+		agent_cmdline = argv[0];
+		agent_cmdline_size = (size_t)(argv[argc - 1] - argv[0]) +
+				     strlen(argv[argc - 1]) + 1;
+	}
+	return agent_dispatch(argc, argv, false);
+}
+
+int agent_dispatch(int argc, char **argv, bool filtered)
 {
 	size_t i;
 
@@ -243,9 +258,12 @@ int main(int argc, char **argv)
 			 * start, run under the filter.  Without it nothing
 			 * runs (a session whose PID 1 cannot install it does
 			 * not start), as the workspace may be a host
-			 * directory that a set-id file would open up.
+			 * directory that a set-id file would open up.  A
+			 * fork of PID 1 has PID 1's filter, this program's
+			 * own, in force already (@filtered): a second copy
+			 * would only slow every system call of the command.
 			 */
-			int rc = agent_seccomp_install();
+			int rc = filtered ? 0 : agent_seccomp_install();
 
 			if (rc < 0) {
 				agent_err(

@@ -172,8 +172,9 @@ int agent_sleep(int argc, char **argv)
 	sigset_t set;
 	int lfd = -1;
 
-	if (argc != 1) {
-		agent_err("usage: hutch-agent sleep");
+	/* HUTCH_AGENT_SLEEP_ROOM is only room (in agent_cmdline). */
+	if (argc > 2 || (argc == 2 && strncmp(argv[1], "--room=", 7) != 0)) {
+		agent_err("usage: hutch-agent sleep [--room=...]");
 		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	agent_default_signal(SIGCHLD);

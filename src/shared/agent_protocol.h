@@ -112,13 +112,26 @@
 /* --- commands (argv[1]) and their options ---------------------------------- */
 
 #define HUTCH_AGENT_CMD_SLEEP "sleep" /* PID 1: wait for the engine's stop */
-#define HUTCH_AGENT_CMD_RUN "run"     /* run one command, keep its tree */
-#define HUTCH_AGENT_CMD_KILL "kill"   /* kill the tree of a "run" by tag */
-#define HUTCH_AGENT_CMD_FS "fs"	      /* file tools, one JSON answer */
-#define HUTCH_AGENT_CMD_SPAWN "spawn" /* start a background process */
-#define HUTCH_AGENT_CMD_PS "ps"	      /* list background processes */
-#define HUTCH_AGENT_CMD_LOGS "logs"   /* a background process's output */
-#define HUTCH_AGENT_CMD_WAIT "wait"   /* wait for one to end */
+/*
+ * PID 1's one argument after "sleep": room in its command line.  A
+ * handler of the channel starts "run" as a fork of itself, without an
+ * execve (chan.c), and the fork names itself in that room as an exec'd
+ * agent would be named, "AGENT run --tag TAG ...": "kill" finds a run
+ * agent by its /proc/PID/cmdline alone, and a process cannot grow the
+ * command line it was started with.  Its 200-odd bytes hold the agent's path,
+ * "run --tag", the longest tag and the usual options.
+ */
+#define HUTCH_AGENT_SLEEP_ROOM                                                     \
+	"--room=......................................................."           \
+	"........................................................................" \
+	"....................................................................."
+#define HUTCH_AGENT_CMD_RUN "run"	  /* run one command, keep its tree */
+#define HUTCH_AGENT_CMD_KILL "kill"	  /* kill the tree of a "run" by tag */
+#define HUTCH_AGENT_CMD_FS "fs"		  /* file tools, one JSON answer */
+#define HUTCH_AGENT_CMD_SPAWN "spawn"	  /* start a background process */
+#define HUTCH_AGENT_CMD_PS "ps"		  /* list background processes */
+#define HUTCH_AGENT_CMD_LOGS "logs"	  /* a background process's output */
+#define HUTCH_AGENT_CMD_WAIT "wait"	  /* wait for one to end */
 #define HUTCH_AGENT_CMD_CONNECT "connect" /* relay stdio to a local port */
 #define HUTCH_AGENT_CMD_UNTAR "untar" /* sync-in: a tar on stdin, unpacked */
 #define HUTCH_AGENT_CMD_USED "used"   /* mark a use of the session, only */

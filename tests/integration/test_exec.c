@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "harness.h"
+#include "../../src/shared/agent_protocol.h"
 
 /* Run `true` once so the session's container exists and runs. */
 static void warm(const char *s)
@@ -1361,6 +1362,55 @@ IT_TEST(exec, fast_path_agent_and_engine_agree)
 		cr_assert_str_eq(jstr(j, "stderr"), "err\n");
 		cr_assert_eq(jint(j, "exit_code"), 3);
 		json_object_put(j);
+		it_result_free(&r);
+	}
+	unsetenv("HUTCH_FAST_PATH");
+}
+
+/*
+ * On the fast path the "run" agent of a command is a fork of the
+ * channel's handler, not an exec of the agent (src/agent/chan.c,
+ * run_in_fork): named in PID 1's room as an exec'd agent is named
+ * ("AGENT run --tag TAG ...", by which "kill" finds it), the rest of the
+ * room zeroed, and called as the agent's file is.  On the engine's exec
+ * the agent is exec'd: its command line ends at its last argument.
+ */
+IT_TEST(exec, fast_path_run_agent_is_a_named_fork)
+{
+	const char *s = it_session();
+	const char *fp = getenv("HUTCH_FAST_PATH");
+	int local = strncmp(it_engine(), "unix://", 7) == 0 &&
+		    !(fp && strcmp(fp, "0") == 0);
+
+	warm(s);
+	for (int i = 0; i < 2; i++) {
+		it_result r;
+		char *nl;
+		size_t len;
+
+		if (i == 1)
+			setenv("HUTCH_FAST_PATH", "0", 1);
+		r = it_hutch("exec", s, "--", "sh", "-c",
+			     "tr '\\0' '|' < /proc/$PPID/cmdline; echo; "
+			     "cat /proc/$PPID/comm",
+			     NULL);
+		IT_ASSERT_EXIT(r, 0, "the parent's command line");
+		nl = strchr(r.out, '\n');
+		cr_assert_not_null(nl, "%s", r.out);
+		len = (size_t)(nl - r.out);
+		cr_assert(strncmp(r.out, HUTCH_AGENT_BIN_DIR "/hutch-agent-",
+				  strlen(HUTCH_AGENT_BIN_DIR
+					 "/hutch-agent-")) == 0 &&
+				  strstr(r.out, "|run|--tag|") != NULL,
+			  "%s", r.out);
+		cr_assert(strncmp(nl + 1, "hutch-agent-", 12) == 0, "%s",
+			  r.out);
+		if (local && i == 0)
+			cr_assert(len > 2 && !strncmp(nl - 2, "||", 2),
+				  "not a fork named in the room: %s", r.out);
+		else
+			cr_assert(len > 5 && !strncmp(nl - 5, "comm|", 5),
+				  "not an exec'd agent: %s", r.out);
 		it_result_free(&r);
 	}
 	unsetenv("HUTCH_FAST_PATH");

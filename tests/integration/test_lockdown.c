@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "harness.h"
+#include "../../src/shared/agent_protocol.h"
 
 static json_object *jget(json_object *o, const char *key)
 {
@@ -132,9 +133,11 @@ IT_TEST(lockdown, defaults_on_the_offline_image)
 		" | tr -s '\\t' ' '",
 		"CapPrm: 0000000000000000\nCapEff: 0000000000000000\n"
 		"CapBnd: 0000000000000000\nCapAmb: 0000000000000000\nNoNewPrivs: 1\n");
-	/* PID 1 is hutch's agent, not a shell or the engine's init. */
+	/* PID 1 is hutch's agent, not a shell or the engine's init (with
+	 * room in its command line for the channel's "run" forks). */
 	sh_expect(s, "tr '\\0' ' ' </proc/1/cmdline",
-		  "/.hutch/hutch-agent sleep ");
+		  HUTCH_AGENT_PATH " " HUTCH_AGENT_CMD_SLEEP
+				   " " HUTCH_AGENT_SLEEP_ROOM " ");
 	/* su cannot make root out of no-new-privileges and no capabilities. */
 	{
 		it_result r = sh(s, "su -c id root </dev/null");

@@ -33,7 +33,37 @@ void agent_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static char dir[256];
+/* main.c's PID 1 command line, and its dispatch, as a fork of a handler
+ * calls it for a "run" of this very program (chan.c, run_in_fork): here
+ * it says what it was given and how the fork named itself. */
+char *agent_cmdline;
+size_t agent_cmdline_size;
+
+int agent_dispatch(int argc, char **argv, bool filtered)
+{
+	char comm[32] = "";
+	FILE *f = fopen("/proc/self/comm", "r");
+
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+	}
+	comm[strcspn(comm, "\n")] = '\0';
+	printf("argc %d, %s %s, %s, CHAN_FOO=%s, comm %s, fds above 2:", argc,
+	       argv[1], argv[argc - 1], filtered ? "filtered" : "unfiltered",
+	       getenv("CHAN_FOO"), comm);
+	for (int fd = 3; fd < 64; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			printf(" %d", fd);
+	printf("\nname:");
+	for (size_t i = 0; i < agent_cmdline_size; i++)
+		putchar(agent_cmdline[i] ? agent_cmdline[i] : '|');
+	printf("\n");
+	return 7;
+}
+
+static char dir[PATH_MAX];
 
 static void setup(void)
 {
@@ -106,7 +136,7 @@ static int parse(const struct req *r, const char **why)
 	return rc;
 }
 
-static char agent_a[PATH_MAX];
+static char agent_a[PATH_MAX + 64];
 
 static const char *agent_path(const char *build)
 {
@@ -439,6 +469,76 @@ Test(chan, runs_the_agent_with_its_output_and_exit_status)
 	cr_assert_arr_eq(r.out, "out one two new kept /\neof\n", r.out_len);
 	cr_assert_eq(r.err_len, 4);
 	cr_assert_arr_eq(r.err, "err\n", 4);
+}
+
+/*
+ * A "run" of this very program (the request's agent is a hard link of the
+ * running one) is a fork that goes on as the agent would after its execve:
+ * the request's argv and environment, no fd of the handler's, named in
+ * PID 1's room as the exec'd agent would be ("kill" finds it so).
+ */
+Test(chan, a_run_of_this_agent_is_a_fork_named_as_the_agent)
+{
+	const char *argv[] = {
+		NULL,	"run", "--tag",		 "t1", "--deadline-ms",
+		"5000", "--",  "a-long-command", NULL
+	};
+	const char *env[] = { "CHAN_FOO=new", NULL };
+	static char exe[PATH_MAX], want[PATH_MAX + 256];
+	struct conv c;
+	static struct result r;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t named;
+
+	/* The link must be on the binary's file system: a directory beside
+	 * it, removed by the suite's teardown. */
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	teardown();
+	cr_assert_lt(snprintf(dir, sizeof(dir), "%s.chan-XXXXXX", exe),
+		     (int)sizeof(dir));
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(link(exe, agent_path("self")), 0, "%s: %s", agent_a,
+		     strerror(errno));
+	argv[0] = agent_path("self");
+	/* Room for "AGENT run --tag t1" and 10 bytes: not "--deadline-ms". */
+	named = strlen(argv[0]) + 1 + sizeof("run") + sizeof("--tag") +
+		sizeof("t1");
+	agent_cmdline_size = named + 10;
+	agent_cmdline = malloc(agent_cmdline_size);
+	cr_assert_not_null(agent_cmdline);
+	memset(agent_cmdline, 'x', agent_cmdline_size - 1);
+	agent_cmdline[agent_cmdline_size - 1] = '\0';
+	setenv("CHAN_FOO", "old", 1);
+
+	serve(&c, 10000);
+	expect_hello(&c);
+	request(&c, 0, argv, env);
+	collect(&c, &r);
+	cr_assert(r.started);
+	cr_assert(r.exited);
+	cr_assert_eq(r.code, 7, "exit %d: %.*s", r.code, (int)r.err_len, r.err);
+	/* As many whole arguments as fit, the rest of the room zeroed, its
+	 * last byte a NUL; comm cut to the kernel's 15 bytes. */
+	snprintf(want, sizeof(want),
+		 "argc 8, run a-long-command, filtered, CHAN_FOO=new, comm "
+		 "hutch-agent-sel, fds above 2:\nname:%s|run|--tag|t1|"
+		 "||||||||||\n",
+		 argv[0]);
+	cr_assert_eq(r.out_len, strlen(want), "%.*s", (int)r.out_len, r.out);
+	cr_assert_arr_eq(r.out, want, r.out_len, "%.*s", (int)r.out_len, r.out);
+
+	/* Another program of the directory is exec'd as ever. */
+	script("other", "echo \"exec'd $1\"");
+	argv[0] = agent_path("other");
+	serve(&c, 10000);
+	expect_hello(&c);
+	request(&c, 0, argv, env);
+	collect(&c, &r);
+	cr_assert_eq(r.code, 0);
+	cr_assert_eq(r.out_len, strlen("exec'd run\n"), "%.*s", (int)r.out_len,
+		     r.out);
+	free(agent_cmdline);
 }
 
 Test(chan, relays_stdin_to_its_end)

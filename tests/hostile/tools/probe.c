@@ -77,6 +77,10 @@ static int find(const char *whole, const char *tail)
 		close(fd);
 		if (n <= 1)
 			continue;
+		/* A run agent the channel forked is named in PID 1's
+		 * room: its command line ends in NULs. */
+		while (n > 1 && !buf[n - 2])
+			n--;
 		buf[--n] = 0;
 		for (ssize_t i = 0; i < n; i++)
 			if (!buf[i])
