@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
@@ -329,6 +330,18 @@ static int exec_input(struct exec_args *a)
 			return -1;
 		}
 		a->o.input_fd = a->input_fd;
+	}
+	/* A pipe of its default 64 KiB makes every read, and so every
+	 * piece sent to the session, that small: a bigger one lets the
+	 * library read (and send) 256 KiB at a time.  Its pages are taken
+	 * only as the writer fills it.  Best effort: over the user's limit
+	 * the pipe stays as it is. */
+	if (a->o.input_fd >= 0) {
+		struct stat st;
+
+		if (fstat(a->o.input_fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+		    fcntl(a->o.input_fd, F_GETPIPE_SZ) < (1 << 20))
+			(void)fcntl(a->o.input_fd, F_SETPIPE_SZ, 1 << 20);
 	}
 	return 0;
 }
