@@ -584,65 +584,6 @@ static void reset_signals(void)
 }
 
 /*
- * The process, between fork and execve.  A session of its own, as an
- * engine's exec is not in the container init's session: only PID 1 and
- * its handlers are in session 1, which is how "kill" tells a handler
- * from a process of the sandbox (proctree.c).  With a terminal, the
- * terminal is its controlling one.  Its execve's errno goes to @errfd.
- */
-static void __attribute__((noreturn))
-child_exec(const struct agent_chan_req *r, char **env, int in, int out, int err,
-	   int errfd)
-{
-	int e;
-
-	if (setsid() < 0)
-		goto fail;
-	if (r->flags & HUTCH_CHAN_F_TTY && ioctl(in, TIOCSCTTY, 0) < 0)
-		goto fail;
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		goto fail;
-	/* Nothing PID 1 may have inherited from the engine reaches the
-	 * command: everything above 2 closes at execve (our own fds are
-	 * close-on-exec already; @errfd must stay so). */
-	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
-	if (chdir("/") < 0)
-		goto fail;
-	reset_signals();
-	execve(r->argv[0], r->argv, env);
-fail:
-	e = errno;
-	if (write(errfd, &e, sizeof(e)) < 0) {
-		/* The handler sees no STARTED either way. */
-	}
-	_exit(127);
-}
-
-/*
- * vfork, not fork, as run.c starts the command: no copy of our page
- * tables on a command's path.  Safe for the same reasons: child_exec()
- * ends in execve or _exit, makes system calls only (@r and @env are read,
- * not written), and every signal is held until it has reset its own
- * dispositions.  We resume once it has exec'd or exited.  A function of
- * its own, so that no variable of the caller lives across the vfork.
- */
-static __attribute__((noinline)) pid_t spawn(const struct agent_chan_req *r,
-					     char **env, int in, int out,
-					     int err, int errfd)
-{
-	sigset_t held, before;
-	pid_t pid;
-
-	sigfillset(&held);
-	sigprocmask(SIG_BLOCK, &held, &before);
-	pid = vfork();
-	if (pid == 0)
-		child_exec(r, env, in, out, err, errfd);
-	sigprocmask(SIG_SETMASK, &before, NULL);
-	return pid;
-}
-
-/*
  * Whether the request's "run" can be a fork of this handler that goes on
  * as the agent would after its execve (agent_dispatch), rather than a
  * vfork and an execve: starting a program is most of what a command
@@ -700,17 +641,24 @@ static void name_self(const struct agent_chan_req *r)
 }
 
 /*
- * The fork that runs "run" in place of its execve (run_in_fork).  Set up
- * as child_exec() sets up the process before its execve, and then made
- * what an execve would leave: the request's environment, default signal
- * dispositions, and no fd above 2 (the engine's, PID 1's and ours alike;
- * @errfd closing with them tells the handler it started).  What is left
- * of the handler's memory is never seen by the command, which is exec'd
- * in turn, and the fork is not dumpable (PID 1's PR_SET_DUMPABLE).
+ * The process, between fork and execve.  A session of its own, as an
+ * engine's exec is not in the container init's session: only PID 1 and
+ * its handlers are in session 1, which is how "kill" tells a handler
+ * from a process of the sandbox (proctree.c).  With a terminal, the
+ * terminal is its controlling one.  Its execve's errno goes to @errfd.
+ *
+ * @in_fork: a fork that runs "run" in place of its execve (run_in_fork),
+ * made what an execve would leave: the request's environment, default
+ * signal dispositions, and no fd above 2 (the engine's, PID 1's and ours
+ * alike; @errfd closing with them tells the handler it started).  What is
+ * left of the handler's memory is never seen by the command, which is
+ * exec'd in turn, and the fork is not dumpable (PID 1's
+ * PR_SET_DUMPABLE).  Without it, this is a vfork's child: it only makes
+ * system calls and writes no memory of its parent's.
  */
 static void __attribute__((noreturn))
-child_run(const struct agent_chan_req *r, char **env, int in, int out, int err,
-	  int errfd)
+child_start(const struct agent_chan_req *r, char **env, int in, int out,
+	    int err, int errfd, bool in_fork)
 {
 	int e;
 
@@ -722,13 +670,21 @@ child_run(const struct agent_chan_req *r, char **env, int in, int out, int err,
 		goto fail;
 	if (chdir("/") < 0)
 		goto fail;
-	name_self(r);
+	if (in_fork) {
+		name_self(r);
+		reset_signals();
+		environ = env;
+		if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+			for (int fd = 3; fd < 1024; fd++)
+				close(fd);
+		exit(agent_dispatch((int)r->argc, r->argv, true));
+	}
+	/* Nothing PID 1 may have inherited from the engine reaches the
+	 * command: everything above 2 closes at execve (our own fds are
+	 * close-on-exec already; @errfd must stay so). */
+	syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
 	reset_signals();
-	environ = env;
-	if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-	exit(agent_dispatch((int)r->argc, r->argv, true));
+	execve(r->argv[0], r->argv, env);
 fail:
 	e = errno;
 	if (write(errfd, &e, sizeof(e)) < 0) {
@@ -737,19 +693,27 @@ fail:
 	_exit(127);
 }
 
-/* fork and child_run(), every signal held until the fork has reset its
- * own dispositions (as in spawn()). */
-static pid_t spawn_run(const struct agent_chan_req *r, char **env, int in,
-		       int out, int err, int errfd)
+/*
+ * vfork, not fork, as run.c starts the command: no copy of our page
+ * tables on a command's path.  Safe for the same reasons: child_start()
+ * ends in execve or _exit, makes system calls only (@r and @env are read,
+ * not written), and every signal is held until it has reset its own
+ * dispositions.  We resume once it has exec'd or exited.  A function of
+ * its own, so that no variable of the caller lives across the vfork.
+ * @in_fork (run_in_fork): a fork, which goes on as the agent.
+ */
+static __attribute__((noinline)) pid_t spawn(const struct agent_chan_req *r,
+					     char **env, int in, int out,
+					     int err, int errfd, bool in_fork)
 {
 	sigset_t held, before;
 	pid_t pid;
 
 	sigfillset(&held);
 	sigprocmask(SIG_BLOCK, &held, &before);
-	pid = fork();
+	pid = in_fork ? fork() : vfork();
 	if (pid == 0)
-		child_run(r, env, in, out, err, errfd);
+		child_start(r, env, in, out, err, errfd, in_fork);
 	sigprocmask(SIG_SETMASK, &before, NULL);
 	return pid;
 }
@@ -820,15 +784,11 @@ static int start_process(struct handler *h, const struct agent_chan_req *r)
 				goto busy;
 		}
 	}
-	{
-		pid_t (*start)(const struct agent_chan_req *, char **, int, int,
-			       int, int) = run_in_fork(r) ? spawn_run : spawn;
-
-		if (h->tty)
-			pid = start(r, env, slave, slave, slave, ep[1]);
-		else
-			pid = start(r, env, pin[0], pout[1], perr[1], ep[1]);
-	}
+	if (h->tty)
+		pid = spawn(r, env, slave, slave, slave, ep[1], run_in_fork(r));
+	else
+		pid = spawn(r, env, pin[0], pout[1], perr[1], ep[1],
+			    run_in_fork(r));
 	if (pid < 0)
 		goto busy;
 	h->child = pid;

@@ -1335,15 +1335,21 @@ IT_TEST(exec, user_root_timeout_kills_tree)
 /* The fast path: on an engine of this host a warm command goes through the
  * session agent's own socket, with the same output and exit code as the
  * engine's exec, to which HUTCH_FAST_PATH=0 sends it. */
+/* Whether a command takes the agent's channel: on an engine of this host,
+ * unless the suite runs with the fast path off (HUTCH_FAST_PATH=0). */
+static int fast_path_on(void)
+{
+	const char *fp = getenv("HUTCH_FAST_PATH");
+
+	return strncmp(it_engine(), "unix://", 7) == 0 &&
+	       !(fp && strcmp(fp, "0") == 0);
+}
+
 IT_TEST(exec, fast_path_agent_and_engine_agree)
 {
 	static const char *const paths[] = { "agent", "engine" };
 	const char *s = it_session();
-	const char *fp = getenv("HUTCH_FAST_PATH");
-	/* The suite run with the fast path off: the engine's exec both
-	 * times. */
-	int local = strncmp(it_engine(), "unix://", 7) == 0 &&
-		    !(fp && strcmp(fp, "0") == 0);
+	int local = fast_path_on();
 
 	warm(s);
 	for (int i = 0; i < 2; i++) {
@@ -1378,9 +1384,7 @@ IT_TEST(exec, fast_path_agent_and_engine_agree)
 IT_TEST(exec, fast_path_run_agent_is_a_named_fork)
 {
 	const char *s = it_session();
-	const char *fp = getenv("HUTCH_FAST_PATH");
-	int local = strncmp(it_engine(), "unix://", 7) == 0 &&
-		    !(fp && strcmp(fp, "0") == 0);
+	int local = fast_path_on();
 
 	warm(s);
 	for (int i = 0; i < 2; i++) {
