@@ -593,7 +593,7 @@ static void reset_signals(void)
  *   build's name are hard links of one inode (agent_blob.c), and an agent
  *   of another build (a newer hutch) is exec'd as ever, so what runs is
  *   what the execve would have run;
- * - and PID 1's command line has room (HUTCH_AGENT_SLEEP_ROOM) for the
+ * - and PID 1's command line has room (HUTCH_AGENT_PID1_PATH) for the
  *   fork's name, "AGENT run --tag TAG", by which "kill" finds it
  *   (proctree.c).  PID 1 of a session made by an older hutch has none.
  */
@@ -656,7 +656,7 @@ static void name_self(const struct agent_chan_req *r)
  * PR_SET_DUMPABLE).  Without it, this is a vfork's child: it only makes
  * system calls and writes no memory of its parent's.
  */
-static void __attribute__((noreturn))
+static void __attribute__((noreturn, noinline))
 child_start(const struct agent_chan_req *r, char **env, int in, int out,
 	    int err, int errfd, bool in_fork)
 {
@@ -674,10 +674,17 @@ child_start(const struct agent_chan_req *r, char **env, int in, int out,
 		name_self(r);
 		reset_signals();
 		environ = env;
-		if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-			for (int fd = 3; fd < 1024; fd++)
-				close(fd);
-		exit(agent_dispatch((int)r->argc, r->argv, true));
+		if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0) {
+			long max = sysconf(_SC_OPEN_MAX);
+
+			for (long fd = 3; fd < (max > 0 ? max : 65536); fd++)
+				close((int)fd);
+		}
+		/* As main() returns, but without PID 1's atexit handlers
+		 * (it has none; a test's harness does). */
+		e = agent_dispatch((int)r->argc, r->argv, true);
+		fflush(NULL);
+		_exit(e);
 	}
 	/* Nothing PID 1 may have inherited from the engine reaches the
 	 * command: everything above 2 closes at execve (our own fds are
@@ -695,12 +702,14 @@ fail:
 
 /*
  * vfork, not fork, as run.c starts the command: no copy of our page
- * tables on a command's path.  Safe for the same reasons: child_start()
- * ends in execve or _exit, makes system calls only (@r and @env are read,
- * not written), and every signal is held until it has reset its own
- * dispositions.  We resume once it has exec'd or exited.  A function of
- * its own, so that no variable of the caller lives across the vfork.
- * @in_fork (run_in_fork): a fork, which goes on as the agent.
+ * tables on a command's path.  Safe for the same reasons: without
+ * @in_fork child_start() ends in execve or _exit, makes system calls only
+ * (@r and @env are read, not written), and every signal is held until it
+ * has reset its own dispositions.  We resume once it has exec'd or
+ * exited.  A function of its own, so that no variable of the caller lives
+ * across the vfork, calling child_start() out of line (noinline), so
+ * that the fork's branch shares no stack slot of ours.  @in_fork
+ * (run_in_fork): a fork, which goes on as the agent.
  */
 static __attribute__((noinline)) pid_t spawn(const struct agent_chan_req *r,
 					     char **env, int in, int out,

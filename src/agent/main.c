@@ -28,7 +28,7 @@ static int agent_used(int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "[--room=...]",
+	{ HUTCH_AGENT_CMD_SLEEP, agent_sleep, "",
 	  "sleep until SIGTERM/SIGINT/SIGHUP (container entry point); "
 	  "serve hutch's channel (" HUTCH_CHAN_PATH ")",
 	  true },

@@ -172,9 +172,8 @@ int agent_sleep(int argc, char **argv)
 	sigset_t set;
 	int lfd = -1;
 
-	/* HUTCH_AGENT_SLEEP_ROOM is only room (in agent_cmdline). */
-	if (argc > 2 || (argc == 2 && strncmp(argv[1], "--room=", 7) != 0)) {
-		agent_err("usage: hutch-agent sleep [--room=...]");
+	if (argc != 1) {
+		agent_err("usage: hutch-agent sleep");
 		return HUTCH_AGENT_EXIT_USAGE;
 	}
 	agent_default_signal(SIGCHLD);

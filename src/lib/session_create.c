@@ -350,10 +350,10 @@ static int container_spec(const hutch_session *s, json_object *labels,
 {
 	/* The agent sleeps forever as the entry point: it is in the
 	 * container whatever the image holds (no shell, no sleep needed).
-	 * The room is for the channel's "run" agents (agent_protocol.h). */
-	static const char *const entry[] = { HUTCH_AGENT_PATH,
-					     HUTCH_AGENT_CMD_SLEEP,
-					     HUTCH_AGENT_SLEEP_ROOM };
+	 * Its path has room for the channel's "run" agents' names
+	 * (HUTCH_AGENT_PID1_PATH). */
+	static const char *const entry[] = { HUTCH_AGENT_PID1_PATH,
+					     HUTCH_AGENT_CMD_SLEEP };
 	/*
 	 * A host directory is mounted nosuid,nodev where the engine takes it:
 	 * Podman does in Binds ("SRC:DST:OPTIONS", so not for a path with a

@@ -113,18 +113,23 @@
 
 #define HUTCH_AGENT_CMD_SLEEP "sleep" /* PID 1: wait for the engine's stop */
 /*
- * PID 1's one argument after "sleep": room in its command line.  A
- * handler of the channel starts "run" as a fork of itself, without an
- * execve (chan.c), and the fork names itself in that room as an exec'd
- * agent would be named, "AGENT run --tag TAG ...": "kill" finds a run
- * agent by its /proc/PID/cmdline alone, and a process cannot grow the
- * command line it was started with.  Its 200-odd bytes hold the agent's path,
- * "run --tag", the longest tag and the usual options.
+ * PID 1's argv[0]: HUTCH_AGENT_PATH with room in it, as slashes that name
+ * the same file.  A handler of the channel starts "run" as a fork of
+ * itself, without an execve (chan.c), and the fork names itself in PID 1's
+ * command line as an exec'd agent is named, "AGENT run --tag TAG ...":
+ * "kill" finds a run agent by its /proc/PID/cmdline alone, and a process
+ * cannot grow the command line it was started with.  The room is in
+ * argv[0], not an argument of "sleep", so that the agent of an older hutch
+ * (which refuses any) still starts the container.  Its 200-odd bytes hold
+ * the build's agent path, "run --tag", the longest tag and the usual
+ * options.
  */
-#define HUTCH_AGENT_SLEEP_ROOM                                                     \
-	"--room=......................................................."           \
-	"........................................................................" \
-	"....................................................................."
+#define HUTCH_AGENT_PID1_PATH                                                    \
+	HUTCH_AGENT_DIR                                                          \
+	"////////////////////////////////////////////////////////////"           \
+	"//////////////////////////////////////////////////////////////////////" \
+	"//////////////////////////////////////////////////////////////////////" \
+	"/" HUTCH_AGENT_NAME
 #define HUTCH_AGENT_CMD_RUN "run"	  /* run one command, keep its tree */
 #define HUTCH_AGENT_CMD_KILL "kill"	  /* kill the tree of a "run" by tag */
 #define HUTCH_AGENT_CMD_FS "fs"		  /* file tools, one JSON answer */

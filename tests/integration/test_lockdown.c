@@ -136,8 +136,7 @@ IT_TEST(lockdown, defaults_on_the_offline_image)
 	/* PID 1 is hutch's agent, not a shell or the engine's init (with
 	 * room in its command line for the channel's "run" forks). */
 	sh_expect(s, "tr '\\0' ' ' </proc/1/cmdline",
-		  HUTCH_AGENT_PATH " " HUTCH_AGENT_CMD_SLEEP
-				   " " HUTCH_AGENT_SLEEP_ROOM " ");
+		  HUTCH_AGENT_PID1_PATH " " HUTCH_AGENT_CMD_SLEEP " ");
 	/* su cannot make root out of no-new-privileges and no capabilities. */
 	{
 		it_result r = sh(s, "su -c id root </dev/null");

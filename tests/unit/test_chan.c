@@ -539,6 +539,8 @@ Test(chan, a_run_of_this_agent_is_a_fork_named_as_the_agent)
 	cr_assert_eq(r.out_len, strlen("exec'd run\n"), "%.*s", (int)r.out_len,
 		     r.out);
 	free(agent_cmdline);
+	agent_cmdline = NULL;
+	agent_cmdline_size = 0;
 }
 
 Test(chan, relays_stdin_to_its_end)
