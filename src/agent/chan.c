@@ -6,10 +6,11 @@
  * through the volume's mount point.  Every connection hutch makes gets a
  * handler, a fork of PID 1, that does what an engine's exec of an agent
  * command line would: runs it (execve, PID 1's environment plus the
- * request's; a "run" of this very agent as a fork, run_in_fork), relays its stdin, stdout and stderr (Docker's multiplexed
- * frames) or a terminal, and reports its exit status as an engine's
- * ExitCode.  Frames and order: src/shared/agent_protocol.h and
- * doc/agent-protocol.md, "The channel".
+ * request's; a "run" of this very agent as a fork, run_in_fork), relays
+ * its stdin, stdout and stderr (Docker's multiplexed frames) or a
+ * terminal, and reports its exit status as an engine's ExitCode.  Frames
+ * and order: src/shared/agent_protocol.h and doc/agent-protocol.md, "The
+ * channel".
  *
  * Who may connect: only a peer outside the container's pid namespace
  * that is the container's root (see chan_peer_ok).  Nothing here trusts
