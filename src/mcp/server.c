@@ -51,7 +51,8 @@ struct server {
 	pthread_mutex_t lock; /* everything below */
 	pthread_cond_t cond;  /* a call ended; stopping */
 	struct call *calls;
-	unsigned ncalls;
+	unsigned ncalls;     /* workers alive; the cap counts these */
+	unsigned nanswering; /* of them, past their tool: the reply is going */
 	int stopping;
 	const char *version;  /* negotiated revision */
 	hutch_engine *engine; /* opened by the first tool call */
@@ -316,6 +317,7 @@ static void *worker(void *p)
 		}
 	}
 	cancelled = c->cancelled;
+	srv->nanswering++;
 	pthread_mutex_unlock(&srv->lock);
 
 	/* A cancelled request gets no reply (the spec: the client has
@@ -326,6 +328,7 @@ static void *worker(void *p)
 		json_object_put(result);
 
 	pthread_mutex_lock(&srv->lock);
+	srv->nanswering--;
 	srv->ncalls--;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
@@ -436,6 +439,13 @@ static void call_start(struct server *srv, struct call *c)
 			return;
 		}
 	}
+	/* A worker whose reply the client may already hold still counts
+	 * until its write returns: a client that calls again as soon as it
+	 * reads a reply would be refused for a call it saw end. Wait for
+	 * those (a write to the client, never a tool) rather than refuse;
+	 * the threads stay bounded by the cap. */
+	while (srv->ncalls >= max && srv->nanswering > 0 && !srv->stopping)
+		pthread_cond_wait(&srv->cond, &srv->lock);
 	if (srv->ncalls >= max) {
 		pthread_mutex_unlock(&srv->lock);
 		snprintf(
