@@ -758,6 +758,39 @@ int hutch__api_image_import(hutch_engine *e, const char *ref,
 	return rc;
 }
 
+int hutch__api_image_change(int podman, const char *instr, const char *key,
+			    const char *value, char **out)
+{
+	hutch_buf b = HUTCH_BUF_INIT(1u << 20);
+	int bad;
+
+	bad = hutch__buf_printf(&b, "%s %s%s", instr, key ? key : "",
+				key ? "=" : "") < 0;
+	if (podman) {
+		/* Measured with Podman 4.3: ENV K="V" gives V whatever it
+		 * holds (quotes, backslashes and '$' kept); WORKDIR and USER
+		 * are taken as they come, quotes included. */
+		bad = bad || (key && hutch__buf_addstr(&b, "\"") < 0) ||
+		      hutch__buf_addstr(&b, value) < 0 ||
+		      (key && hutch__buf_addstr(&b, "\"") < 0);
+	} else {
+		/* Docker: inside double quotes a backslash makes the next
+		 * character literal; '"', '\\' and '$' (expansion) need
+		 * one. */
+		bad = bad || hutch__buf_addstr(&b, "\"") < 0;
+		for (const char *p = value; !bad && *p; p++)
+			bad = (strchr("\"\\$", *p) &&
+			       hutch__buf_addstr(&b, "\\") < 0) ||
+			      hutch__buf_add(&b, p, 1) < 0;
+		bad = bad || hutch__buf_addstr(&b, "\"") < 0;
+	}
+	if (bad || !(*out = hutch__buf_detach(&b, NULL))) {
+		hutch__buf_free(&b);
+		return -1;
+	}
+	return 0;
+}
+
 int hutch__api_image_remove(hutch_engine *e, const char *image, int force,
 			    const char *what, hutch_error **err)
 {

@@ -187,6 +187,18 @@ int hutch__api_image_import(hutch_engine *e, const char *ref,
 			    hutch__source_fn source, void *payload,
 			    const hutch_cancel *cancel, const char *what,
 			    hutch_error **err);
+/*
+ * One instruction of an import's `changes` that carries a value
+ * (ENV KEY=VALUE, WORKDIR, USER; @key only for ENV), in *@out (free it),
+ * so that the image gets @value byte for byte: the engines read these
+ * differently.  Docker parses them as a Dockerfile would (quotes,
+ * backslashes and $VARIABLE expansion); Podman strips one pair of double
+ * quotes around an ENV value and takes everything else as it is.  The
+ * caller has refused newlines (each would start another instruction).
+ * 0, or -1 (out of memory).
+ */
+int hutch__api_image_change(int podman, const char *instr, const char *key,
+			    const char *value, char **out);
 /* DELETE /images/IMAGE (`image` checked as for inspect). */
 int hutch__api_image_remove(hutch_engine *e, const char *image, int force,
 			    const char *what, hutch_error **err);

@@ -676,10 +676,17 @@ static int check_opts(const hutch_image_import_options *o, const char *ref,
 	for (size_t i = 0; i < o->env_count; i++) {
 		const char *eq = o->env[i] ? strchr(o->env[i], '=') : NULL;
 
-		if (!eq || eq == o->env[i] || strchr(o->env[i], '\n'))
+		/* The name unquoted in the instruction: nothing either
+		 * engine reads as syntax (the value is quoted for it). */
+		if (!eq || eq == o->env[i] || strchr(o->env[i], '\n') ||
+		    strspn(o->env[i],
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "abcdefghijklmnopqrstuvwxyz"
+			   "0123456789_.-") != (size_t)(eq - o->env[i]))
 			return hutch__error_set(
 				err, HUTCH_EINVALID,
-				"environment '%.100s' is not KEY=VALUE",
+				"environment '%.100s' is not KEY=VALUE (a KEY "
+				"of letters, digits and _.-)",
 				o->env[i] ? o->env[i] : "(null)");
 	}
 	/* One instruction each: a newline would start another. */
@@ -727,26 +734,49 @@ static void free_changes(char **c, size_t n)
 	free(c);
 }
 
-/* The Dockerfile instructions of the options. */
-static int make_changes(const hutch_image_import_options *o, char ***out,
-			size_t *n, hutch_error **err)
+/* The Dockerfile instructions of the options, in the engine's dialect
+ * (hutch__api_image_change). */
+static int make_changes(hutch_engine *e, const hutch_image_import_options *o,
+			char ***out, size_t *n, hutch_error **err)
 {
 	size_t max = (o ? o->env_count + o->label_count : 0) + 2, k = 0;
 	char **c = calloc(max, sizeof(*c));
-	int bad = !c;
+	int bad = !c, podman = 0;
 
-	for (size_t i = 0; !bad && o && i < o->env_count; i++)
-		bad = asprintf(&c[k++], "ENV %s", o->env[i]) < 0;
-	if (!bad && o && o->workdir)
-		bad = asprintf(&c[k++], "WORKDIR %s", o->workdir) < 0;
-	if (!bad && o && o->user)
-		bad = asprintf(&c[k++], "USER %s", o->user) < 0;
-	for (size_t i = 0; !bad && o && i < o->label_count; i++)
-		bad = asprintf(&c[k++], "LABEL %s", o->labels[i]) < 0;
+	if (o && (o->env_count || o->workdir || o->user)) {
+		podman = hutch__api_is_podman(e, err);
+		if (podman < 0) {
+			free(c);
+			return podman;
+		}
+	}
+	/* k counts the instructions made: a failed one leaves its slot
+	 * NULL (or undefined, asprintf) and uncounted. */
+	for (size_t i = 0; !bad && o && i < o->env_count; i++) {
+		const char *eq = strchr(o->env[i], '='); /* check_opts */
+		char *key = strndup(o->env[i], (size_t)(eq - o->env[i]));
+
+		bad = !key || hutch__api_image_change(podman, "ENV", key,
+						      eq + 1, &c[k]) < 0;
+		k += !bad;
+		free(key);
+	}
+	if (!bad && o && o->workdir) {
+		bad = hutch__api_image_change(podman, "WORKDIR", NULL,
+					      o->workdir, &c[k]) < 0;
+		k += !bad;
+	}
+	if (!bad && o && o->user) {
+		bad = hutch__api_image_change(podman, "USER", NULL, o->user,
+					      &c[k]) < 0;
+		k += !bad;
+	}
+	/* Labels are of characters neither engine reads as syntax. */
+	for (size_t i = 0; !bad && o && i < o->label_count; i++) {
+		bad = asprintf(&c[k], "LABEL %s", o->labels[i]) < 0;
+		k += !bad;
+	}
 	if (bad) {
-		/* asprintf leaves its pointer undefined on failure. */
-		if (c && k)
-			c[k - 1] = NULL;
 		free_changes(c, k);
 		return hutch__error_oom(err);
 	}
@@ -881,7 +911,7 @@ int hutch_image_import(hutch_engine *e, const char *src, const char *ref,
 			src);
 	}
 	if ((rc = hutch__dl_archive(err)) < 0 ||
-	    (rc = make_changes(opts, &changes, &nchanges, err)) < 0) {
+	    (rc = make_changes(e, opts, &changes, &nchanges, err)) < 0) {
 		close(fd);
 		return rc;
 	}

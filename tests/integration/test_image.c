@@ -204,6 +204,65 @@ IT_TEST(image, import_tar)
 	sh("rm -rf '%s' '%s'", dir, tar);
 }
 
+/*
+ * Settings that a Dockerfile parser reads as syntax (Docker parses them:
+ * quotes, backslashes, $VARIABLE) or that Podman strips (quotes around a
+ * value) reach the image byte for byte, and a session sees them so.
+ */
+IT_TEST(image, settings_are_taken_literally)
+{
+	static const char *const env[] = {
+		"SP=x y",	"DQ=a\"b",    "DOLLAR=$HOME",
+		"BS=back\\",	"BSQ=q\\\"z", "SQ=it's",
+		"QUOTED=\"q\"", "EMPTY=",     "EQ=a=b c=d"
+	};
+	const char *workdir = "/a b$c\\x\"q", *user = "u$x";
+	char dir[PATH_MAX], image[256], *out;
+	const char *argv[64];
+	size_t n = 0;
+	it_result r;
+
+	make_rootfs(dir, sizeof(dir));
+	image_name(image, sizeof(image), "lit");
+	argv[n++] = "image";
+	argv[n++] = "import";
+	argv[n++] = dir;
+	argv[n++] = image;
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+		argv[n++] = "--env";
+		argv[n++] = env[i];
+	}
+	argv[n++] = "--workdir";
+	argv[n++] = workdir;
+	argv[n++] = "--user";
+	argv[n++] = user;
+	argv[n] = NULL;
+	r = it_hutch_v(NULL, argv);
+	IT_ASSERT_EXIT(r, 0, "image import");
+	it_result_free(&r);
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+		assert_config(image, env[i], workdir, user);
+	remove_image(image);
+
+	/* What a session sees: the values, not their quoting. */
+	r = it_hutch("image", "import", dir, image, "--env", "BSQ=q\\\"z $HOME",
+		     NULL);
+	IT_ASSERT_EXIT(r, 0, "image import");
+	it_result_free(&r);
+	out = run_on(image, "printf '%s|' \"$BSQ\"");
+	cr_assert_str_eq(out, "q\\\"z $HOME|");
+	free(out);
+	remove_image(image);
+
+	/* A name either engine would read as syntax is refused. */
+	r = it_hutch("image", "import", dir, image, "--env", "A B=x", NULL);
+	IT_ASSERT_EXIT(r, 125, "a name with a space");
+	cr_assert_not_null(strstr(r.err, "is not KEY=VALUE"), "%s", r.err);
+	it_result_free(&r);
+	image_gone(image);
+	sh("rm -rf '%s'", dir);
+}
+
 IT_TEST(image, errors)
 {
 	char dir[PATH_MAX], image[256];
