@@ -56,8 +56,10 @@ int agent_seccomp_install(void);
  * chan.c: the agent's channel (doc/agent-protocol.md, "The channel").
  * PID 1 calls agent_chan_listen() once (the listening fd, or -1: no
  * channel), agent_chan_accept() when it is readable (each connection
- * from hutch gets a forked handler; @sfd is PID 1's signalfd, closed in
- * the handler), agent_chan_reaped() for every child it reaps and
+ * from hutch goes to an idle handler, or a forked one; @sfd is PID 1's
+ * signalfd, closed in the handler), agent_chan_idled() when
+ * agent_chan_idle_fd() (when >= 0) is readable (handlers that finished
+ * their connection), agent_chan_reaped() for every child it reaps and
  * agent_chan_stopped() for every child it sees stopped.
  */
 #define AGENT_CHAN_HANDLERS_MAX 256
@@ -70,6 +72,8 @@ struct agent_chan_req {
 };
 int agent_chan_listen(void);
 void agent_chan_accept(int lfd, int sfd);
+int agent_chan_idle_fd(void);
+void agent_chan_idled(void);
 void agent_chan_reaped(pid_t pid);
 /* PID 1's child @pid was stopped: a handler is killed (nothing of hutch's
  * stops one). */

@@ -73,14 +73,36 @@
 
 /* --- PID 1: the listening socket and the handlers ---------------------- */
 
-/* The pids of live handlers (0: a free slot).  Bounded: past
- * AGENT_CHAN_HANDLERS_MAX a connection is refused BUSY, so a flood of
- * connections costs a bounded number of processes. */
-static pid_t handlers[AGENT_CHAN_HANDLERS_MAX];
-static unsigned int n_handlers;
-/* In a handler: how many other handlers PID 1 had when it forked this
- * one (HELLO's busy). */
+/*
+ * Live handlers.  Bounded: past AGENT_CHAN_HANDLERS_MAX a connection is
+ * refused BUSY, so a flood of connections costs a bounded number of
+ * processes.
+ *
+ * A handler that has served its connection is kept, up to
+ * CHAN_IDLE_MAX of them, and given the next one (fd passing over its
+ * `ctl` socket, with HELLO's busy count): on the channel a command's
+ * cost is mostly starting processes, and a fork of PID 1 and its exit
+ * are one of the three (doc/internals.md, "What a command costs
+ * there").  It says it is idle by writing its pid to `idle_note`; until
+ * then PID 1 counts it as serving.  One kept must be as good as a new
+ * one: handler_serve() leaves nothing of its connection behind (every fd
+ * closed, its process reaped, the request's bytes wiped), and a handler
+ * whose connection did not end cleanly is not kept.
+ */
+#define CHAN_IDLE_MAX 4
+struct handler_slot {
+	pid_t pid; /* 0: a free slot */
+	int ctl;   /* PID 1's end of its socket, -1: none (not kept) */
+	bool idle; /* waiting on ctl for a connection */
+};
+static struct handler_slot handlers[AGENT_CHAN_HANDLERS_MAX];
+static unsigned int n_handlers, n_idle;
+static int idle_note[2] = { -1, -1 };
+/* In a handler: how many other handlers were serving when its connection
+ * came (HELLO's busy, what "hutch gc" asks). */
 static unsigned int busy_at_fork;
+/* In a handler: its end of ctl, -1 for one used once. */
+static int handler_ctl = -1;
 
 int agent_chan_listen(void)
 {
@@ -129,17 +151,67 @@ int agent_chan_listen(void)
 		close(fd);
 		return -1;
 	}
+	/* Without it no handler is kept: each serves one connection. */
+	if (pipe2(idle_note, O_CLOEXEC | O_NONBLOCK) < 0)
+		idle_note[0] = idle_note[1] = -1;
 	return fd;
+}
+
+int agent_chan_idle_fd(void)
+{
+	return idle_note[0];
+}
+
+static struct handler_slot *find_slot(pid_t pid)
+{
+	for (unsigned int i = 0; pid > 0 && i < AGENT_CHAN_HANDLERS_MAX; i++)
+		if (handlers[i].pid == pid)
+			return &handlers[i];
+	return NULL;
+}
+
+/* @h is kept no longer: closing its ctl ends it (its recvmsg reads EOF). */
+static void let_go(struct handler_slot *h)
+{
+	if (h->idle)
+		n_idle--;
+	h->idle = false;
+	if (h->ctl >= 0)
+		close(h->ctl);
+	h->ctl = -1;
+}
+
+void agent_chan_idled(void)
+{
+	pid_t pid;
+
+	/* Whole pids: a pipe write of a few bytes is atomic.  Only handlers
+	 * hold the pipe's write end (close-on-exec; /proc/1/fd is closed to
+	 * the sandbox as we are not dumpable), and a pid that is not a
+	 * serving handler's is ignored. */
+	while (read(idle_note[0], &pid, sizeof(pid)) == sizeof(pid)) {
+		struct handler_slot *h = find_slot(pid);
+
+		if (!h || h->idle || h->ctl < 0)
+			continue;
+		if (n_idle >= CHAN_IDLE_MAX) {
+			let_go(h);
+			continue;
+		}
+		h->idle = true;
+		n_idle++;
+	}
 }
 
 void agent_chan_reaped(pid_t pid)
 {
-	for (unsigned int i = 0; i < AGENT_CHAN_HANDLERS_MAX; i++)
-		if (handlers[i] == pid) {
-			handlers[i] = 0;
-			n_handlers--;
-			return;
-		}
+	struct handler_slot *h = find_slot(pid);
+
+	if (h) {
+		let_go(h);
+		h->pid = 0;
+		n_handlers--;
+	}
 }
 
 /*
@@ -154,11 +226,14 @@ void agent_chan_reaped(pid_t pid)
  */
 void agent_chan_stopped(pid_t pid)
 {
-	for (unsigned int i = 0; i < AGENT_CHAN_HANDLERS_MAX; i++)
-		if (handlers[i] == pid) {
-			kill(pid, SIGKILL);
-			return;
-		}
+	struct handler_slot *h = find_slot(pid);
+
+	if (h) {
+		/* Given no connection from now on (one passed to it would
+		 * be lost with it). */
+		let_go(h);
+		kill(pid, SIGKILL);
+	}
 }
 
 /*
@@ -239,10 +314,59 @@ static void refuse_busy_now(int fd, const char *why)
 	}
 }
 
+/* Pass @fd and @busy over @ctl (SCM_RIGHTS): 0, or -1. */
+static int pass_conn(int ctl, int fd, uint32_t busy)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { &busy, sizeof(busy) };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(ctl, &m, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+			       (ssize_t)sizeof(busy) ?
+		       0 :
+		       -1;
+}
+
+/* Give @fd to a kept handler: true when one took it. */
+static bool to_idle(int fd)
+{
+	for (unsigned int i = 0; n_idle && i < AGENT_CHAN_HANDLERS_MAX; i++) {
+		struct handler_slot *h = &handlers[i];
+
+		if (!h->idle)
+			continue;
+		/* Those serving, as a new handler would count them. */
+		if (pass_conn(h->ctl, fd, n_handlers - n_idle) == 0) {
+			h->idle = false;
+			n_idle--;
+			return true;
+		}
+		/* Ended (or stopped with a full queue): not kept. */
+		let_go(h);
+	}
+	return false;
+}
+
+static void __attribute__((noreturn)) handler_main(int conn);
+
 void agent_chan_accept(int lfd, int sfd)
 {
 	for (int round = 0; round < CHAN_ACCEPT_BATCH; round++) {
-		unsigned int slot;
+		struct handler_slot *h;
+		int sv[2] = { -1, -1 };
 		pid_t pid;
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -253,30 +377,55 @@ void agent_chan_accept(int lfd, int sfd)
 			close(fd);
 			continue;
 		}
+		if (to_idle(fd)) {
+			close(fd);
+			continue;
+		}
 		if (n_handlers >= AGENT_CHAN_HANDLERS_MAX) {
 			refuse_busy_now(fd, "too many commands at once");
 			close(fd);
 			continue;
 		}
-		for (slot = 0; handlers[slot]; slot++)
-			;
-		busy_at_fork = n_handlers;
+		h = NULL;
+		for (unsigned int i = 0; !h; i++)
+			if (!handlers[i].pid)
+				h = &handlers[i];
+		busy_at_fork = n_handlers - n_idle;
+		/* No socket: a handler for this connection only. */
+		if (idle_note[1] >= 0 &&
+		    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) <
+			    0)
+			sv[0] = sv[1] = -1;
 		pid = fork();
 		if (pid < 0) {
 			refuse_busy_now(fd, "cannot fork");
 			close(fd);
+			if (sv[0] >= 0) {
+				close(sv[0]);
+				close(sv[1]);
+			}
 			continue;
 		}
 		if (pid == 0) {
-			/* Neither fd is the handler's business; both are
-			 * close-on-exec anyway. */
+			/* None of PID 1's fds is the handler's business (all
+			 * are close-on-exec anyway); another handler's ctl
+			 * held here would keep it from seeing its end. */
 			close(lfd);
 			if (sfd >= 0)
 				close(sfd);
-			_exit(agent_chan_serve(fd, HUTCH_AGENT_BIN_DIR,
-					       AGENT_CHAN_REQ_TIMEOUT_MS));
+			close(idle_note[0]);
+			for (unsigned int i = 0; i < AGENT_CHAN_HANDLERS_MAX;
+			     i++)
+				if (handlers[i].ctl >= 0)
+					close(handlers[i].ctl);
+			if (sv[0] >= 0)
+				close(sv[0]);
+			handler_ctl = sv[1];
+			handler_main(fd);
 		}
-		handlers[slot] = pid;
+		if (sv[1] >= 0)
+			close(sv[1]);
+		*h = (struct handler_slot){ .pid = pid, .ctl = sv[0] };
 		n_handlers++;
 		close(fd);
 	}
@@ -1172,20 +1321,15 @@ static void linger_close(int conn, int ms)
 	close(conn);
 }
 
-int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
-{
-	static struct handler h;
-	struct agent_chan_req r;
-	unsigned char head[HUTCH_CHAN_HEAD];
-	struct timespec start;
-	sigset_t chld;
-	const char *why = NULL;
-	uint32_t len;
-	char *req = NULL;
+static struct handler the_handler;
 
-	memset(&h, 0, sizeof(h));
-	h.conn = conn;
-	h.out[0] = h.out[1] = h.in = h.sfd = -1;
+/* What a handler sets up once, before its first connection: 0, or -1
+ * (it cannot serve). */
+static int handler_prepare(struct handler *h)
+{
+	sigset_t chld;
+
+	h->sfd = -1;
 	/* PID 1's mask and dispositions are not ours; SIGPIPE is ignored
 	 * (writes to a closed stdin are EPIPE, sends use MSG_NOSIGNAL), and
 	 * SIGCHLD comes through a signalfd. */
@@ -1200,19 +1344,114 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 	 * our own is refused to the command we run, as we are (confine.c).
 	 */
 	if (setpgid(0, 0) < 0)
-		goto out;
+		return -1;
 	/* PID 1's 0..2 are the container's log and such; were one closed,
 	 * a pipe made below could take its number and be dup2()ed over in
 	 * the process.  Held open on /dev/null (the process gets its own). */
 	for (int fd = 0; fd <= 2; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
 		    open("/dev/null", O_RDWR) != fd)
-			goto out;
+			return -1;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
-	h.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (h.sfd < 0 || send_hello(conn) < 0)
+	h->sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	return h->sfd < 0 ? -1 : 0;
+}
+
+static int handler_serve(struct handler *h, int conn, const char *bin_dir,
+			 int req_timeout_ms);
+
+int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
+{
+	struct handler *h = &the_handler;
+	int rc = 0;
+
+	if (handler_prepare(h) == 0)
+		rc = handler_serve(h, conn, bin_dir, req_timeout_ms);
+	else
+		close(conn);
+	if (h->sfd >= 0)
+		close(h->sfd);
+	h->sfd = -1;
+	return rc;
+}
+
+/* The next connection PID 1 passes (pass_conn), or -1: PID 1 let us go
+ * (EOF) or something is wrong; either way this handler ends. */
+static int next_conn(int ctl)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	uint32_t busy;
+	struct iovec iov = { &busy, sizeof(busy) };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd;
+
+	do
+		n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	c = n == (ssize_t)sizeof(busy) ? CMSG_FIRSTHDR(&m) : NULL;
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	busy_at_fork = busy;
+	return fd;
+}
+
+/*
+ * A forked handler: serves @conn, then, when PID 1 gave it a ctl socket
+ * and the connection ended cleanly, says it is idle and serves the next
+ * connection PID 1 passes it, until PID 1 lets it go.
+ */
+static void __attribute__((noreturn)) handler_main(int conn)
+{
+	struct handler *h = &the_handler;
+	pid_t me = getpid();
+
+	if (handler_prepare(h) < 0)
+		_exit(0);
+	for (;;) {
+		if (handler_serve(h, conn, HUTCH_AGENT_BIN_DIR,
+				  AGENT_CHAN_REQ_TIMEOUT_MS) < 0 ||
+		    handler_ctl < 0 ||
+		    write(idle_note[1], &me, sizeof(me)) != sizeof(me))
+			_exit(0);
+		conn = next_conn(handler_ctl);
+		if (conn < 0)
+			_exit(0);
+	}
+}
+
+/*
+ * One connection, to its end; @conn is closed.  0 when nothing of it is
+ * left in this process (a kept handler may serve another), -1 when
+ * something may be (its process not reaped).
+ */
+static int handler_serve(struct handler *h, int conn, const char *bin_dir,
+			 int req_timeout_ms)
+{
+	struct agent_chan_req r;
+	unsigned char head[HUTCH_CHAN_HEAD];
+	struct timespec start;
+	const char *why = NULL;
+	uint32_t len = 0;
+	char *req = NULL;
+	int sfd = h->sfd;
+
+	memset(h, 0, sizeof(*h));
+	h->conn = conn;
+	h->sfd = sfd;
+	h->out[0] = h->out[1] = h->in = -1;
+	if (send_hello(conn) < 0)
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	/* The request, in time: a peer that connects and says nothing must
@@ -1237,33 +1476,38 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
 		send_refused(conn, HUTCH_CHAN_REFUSED_BAD, "%s", why);
 		goto out;
 	}
-	h.tty = r.flags & HUTCH_CHAN_F_TTY;
-	h.ibuf = malloc(HUTCH_CHAN_FRAME_MAX);
-	h.obuf = malloc(HUTCH_CHAN_HEAD + CHAN_OUT_CHUNK);
-	if (!h.ibuf || !h.obuf) {
+	h->tty = r.flags & HUTCH_CHAN_F_TTY;
+	h->ibuf = malloc(HUTCH_CHAN_FRAME_MAX);
+	h->obuf = malloc(HUTCH_CHAN_HEAD + CHAN_OUT_CHUNK);
+	if (!h->ibuf || !h->obuf) {
 		send_refused(conn, HUTCH_CHAN_REFUSED_BUSY, "out of memory");
 		agent_chan_req_free(&r);
 		goto out;
 	}
-	if (start_process(&h, &r) == 0) {
+	if (start_process(h, &r) == 0) {
 		/* The request is in the process now: its memory goes
 		 * before the relay, which may last. */
 		agent_chan_req_free(&r);
+		explicit_bzero(req, len);
 		free(req);
 		req = NULL;
-		relay(&h);
+		relay(h);
 	}
 	agent_chan_req_free(&r);
 out:
+	/* The request's environment may hold secrets: none stays in a
+	 * handler that serves another connection. */
+	if (req)
+		explicit_bzero(req, len);
 	free(req);
-	free(h.ibuf);
-	free(h.obuf);
-	h.ibuf = NULL;
-	close_fd(&h.out[1]);
-	if (h.in != h.out[0])
-		close_fd(&h.in);
-	close_fd(&h.out[0]);
-	close_fd(&h.sfd);
-	linger_close(conn, h.host_gone ? 0 : CHAN_LINGER_MS);
-	return 0;
+	free(h->ibuf);
+	free(h->obuf);
+	h->ibuf = NULL;
+	h->obuf = NULL;
+	close_fd(&h->out[1]);
+	if (h->in != h->out[0])
+		close_fd(&h->in);
+	close_fd(&h->out[0]);
+	linger_close(conn, h->host_gone ? 0 : CHAN_LINGER_MS);
+	return h->child > 0 ? -1 : 0;
 }

@@ -140,7 +140,7 @@ static int sleep_signals(const sigset_t *set)
 static int sleep_serving(const sigset_t *set, int lfd)
 {
 	struct signalfd_siginfo si;
-	struct pollfd p[2];
+	struct pollfd p[3];
 	int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	if (sfd < 0) {
@@ -151,12 +151,17 @@ static int sleep_serving(const sigset_t *set, int lfd)
 	for (;;) {
 		p[0] = (struct pollfd){ sfd, POLLIN, 0 };
 		p[1] = (struct pollfd){ lfd, POLLIN, 0 };
-		if (poll(p, 2, -1) < 0) {
+		p[2] = (struct pollfd){ agent_chan_idle_fd(), POLLIN, 0 };
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			agent_err("poll: %m");
 			return HUTCH_AGENT_EXIT_FAIL;
 		}
+		/* First, so that a connection that came just as a handler
+		 * finished its last goes to it. */
+		if (p[2].revents)
+			agent_chan_idled();
 		if (p[0].revents)
 			while (read(sfd, &si, sizeof(si)) == sizeof(si))
 				if (!on_signal((int)si.ssi_signo, si.ssi_code,

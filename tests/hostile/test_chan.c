@@ -125,6 +125,33 @@ static void expect_channel(const char *s)
 			 "the command took the %s path", path);
 }
 
+/*
+ * `exec -d` of an attacker through the engine's exec.  A command is kept
+ * from signalling the handler that started it (confine.c), and a handler
+ * is kept for later commands (chan.c): an attacker started on the
+ * channel could not touch the handler that will serve the next commands,
+ * its own, and a test of what it does to handlers would find none.  One
+ * that the engine started (its parent outside the container) is confined
+ * against no handler: it can reach every one, as any other process of
+ * the session can reach those it did not come from.
+ */
+static void start_attacker(const char *s, const char *script)
+{
+	const char *was = getenv("HUTCH_FAST_PATH");
+	char *keep = was ? strdup(was) : NULL;
+	it_result r;
+
+	setenv("HUTCH_FAST_PATH", "0", 1);
+	r = it_hutch("exec", s, "-d", "--", "sh", "-c", script, NULL);
+	if (keep)
+		setenv("HUTCH_FAST_PATH", keep, 1);
+	else
+		unsetenv("HUTCH_FAST_PATH");
+	free(keep);
+	IT_ASSERT_EXIT(r, 0, "start the attacker");
+	it_result_free(&r);
+}
+
 static it_result sh(const char *s, const char *script)
 {
 	return it_hutch("exec", s, "--", "sh", "-c", script, NULL);
@@ -436,9 +463,7 @@ IT_TEST(chan, a_stopped_handler_does_not_keep_gc_away)
 
 	up(s, NULL, NULL);
 	expect_channel(s);
-	r = it_hutch("exec", s, "-d", "--", "sh", "-c", stopper, NULL);
-	IT_ASSERT_EXIT(r, 0, "start the stopper");
-	it_result_free(&r);
+	start_attacker(s, stopper);
 	for (int i = 0; i < 100 && !on; i++) {
 		r = sh(s, "test -e /tmp/stopper-on");
 		on = r.status == 0;
@@ -464,4 +489,62 @@ IT_TEST(chan, a_stopped_handler_does_not_keep_gc_away)
 	cr_assert_eq(it_count_containers(s), 0,
 		     "gc did not remove the idle session whose command "
 		     "stopped a handler of PID 1's channel (busy for ever)");
+}
+
+/*
+ * 6. A handler PID 1 keeps for a later command (src/agent/chan.c) waits
+ * as the session's user, which may stop or kill it.  Either costs no
+ * command: PID 1 kills a stopped handler and forgets a dead one, and
+ * the next command gets a new one.  The sweep runs in the background,
+ * started by the engine (start_attacker), once no command runs, so every
+ * handler it finds is a kept one; it writes how many it found to the
+ * workspace, which the test reads on the host (a command run to ask
+ * would be swept too).
+ */
+static void sweep_kept_handlers(const char *sig)
+{
+	const char *s = it_session();
+	char dir[PATH_MAX], path[16], *found = NULL, script[600];
+	size_t len = 0;
+
+	workspace(dir, sizeof(dir), 1000);
+	up(s, dir, NULL);
+	expect_channel(s);
+	for (int i = 0; i < 3; i++)
+		exec_ok(s, path, sizeof(path));
+	snprintf(script, sizeof(script),
+		 "sleep 1; n=0; for d in /proc/[0-9]*; do "
+		 "set -- $(cat $d/stat 2>/dev/null); "
+		 "if [ \"$4 $6\" = \"1 1\" ] && kill -%s $1; then "
+		 "n=$((n+1)); fi; done; echo $n > /workspace/.swept.tmp; "
+		 "mv /workspace/.swept.tmp /workspace/swept",
+		 sig);
+	start_attacker(s, script);
+	for (int i = 0; i < 100 && !len; i++) {
+		free(found);
+		found = slurp(dir, "swept", &len);
+		if (!len)
+			it_sleep(0.1);
+	}
+	cr_assert(len, "the sweep did not finish");
+	if (!fast_path_off())
+		/* Not vacuous: kept handlers were there to hit. */
+		cr_assert(atoi(found) >= 1, "the sweep found no handler");
+	free(found);
+	/* The next commands run, on the channel. */
+	for (int i = 0; i < 3; i++) {
+		exec_ok(s, path, sizeof(path));
+		cr_assert_str_eq(path, fast_path_off() ? "engine" : "agent");
+	}
+	remove_dir(dir);
+}
+
+IT_TEST(chan, a_kept_handler_stopped_costs_no_command)
+{
+	sweep_kept_handlers("STOP");
+}
+
+IT_TEST(chan, a_kept_handler_killed_costs_no_command)
+{
+	sweep_kept_handlers("KILL");
 }

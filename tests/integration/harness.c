@@ -813,6 +813,58 @@ int it_count_containers(const char *session)
 	return n;
 }
 
+/* Whether a row of top is the agent's PID 1 or a handler it keeps: the
+ * command is the row's last string on both engines (Docker's CMD column;
+ * Podman's one string ends with it). */
+static int agents_own(json_object *row)
+{
+	size_t n = json_object_is_type(row, json_type_array) ?
+			   json_object_array_length(row) :
+			   0;
+	const char *cmd = n ? json_object_get_string(
+				      json_object_array_get_idx(row, n - 1)) :
+			      NULL;
+	const char *tail = "/hutch-agent sleep";
+	size_t len = cmd ? strlen(cmd) : 0;
+
+	return len >= strlen(tail) && !strcmp(cmd + len - strlen(tail), tail);
+}
+
+size_t it_count_processes(const char *session)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/containers/hutch-%s/top", session);
+	for (int tries = 0;; tries++) {
+		char *body = NULL;
+		size_t len = 0, n = 0;
+		long status = it_api("GET", path, &body, &len);
+		json_object *j = NULL, *procs = NULL;
+
+		cr_assert(status == 200 || status == 500,
+			  "top of hutch-%s: %ld %s", session, status, body);
+		if (status == 200 && len > 0)
+			j = json_tokener_parse(body);
+		if (j && json_object_object_get_ex(j, "Processes", &procs) &&
+		    json_object_is_type(procs, json_type_array)) {
+			for (size_t i = 0; i < json_object_array_length(procs);
+			     i++)
+				n += !agents_own(
+					json_object_array_get_idx(procs, i));
+			json_object_put(j);
+			free(body);
+			return n;
+		}
+		cr_assert_lt(
+			tries, 20,
+			"top of hutch-%s answers no process list: %ld %.300s",
+			session, status, body ? body : "");
+		json_object_put(j);
+		free(body);
+		it_sleep(0.2);
+	}
+}
+
 int it_count_volumes(const char *session)
 {
 	char label[128];

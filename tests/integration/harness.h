@@ -161,6 +161,13 @@ char *it_container_id(const char *session);
 /* Containers (all states) / volumes with label dev.hutch.session=S. */
 int it_count_containers(const char *session);
 int it_count_volumes(const char *session);
+/* Processes of the session's container but the agent's own (PID 1 and
+ * the channel's handlers it keeps, which show PID 1's command line), as
+ * the engine's top lists them: counted from outside, as a full pids
+ * limit leaves no room for a command inside.  Podman may answer an empty
+ * body while a process vanishes under it (a fork bomb): asked again, up
+ * to 20 times. */
+size_t it_count_processes(const char *session);
 /* Names (without '/') of every container / volume on the engine, as a
  * JSON array of strings; also label values of dev.hutch.session. */
 json_object *it_all_names(void);

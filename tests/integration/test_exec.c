@@ -1374,6 +1374,70 @@ IT_TEST(exec, fast_path_agent_and_engine_agree)
 }
 
 /*
+ * A handler of PID 1's channel that served a command is kept and given a
+ * later one (src/agent/chan.c, "Live handlers"): of a few commands one
+ * after the other, some ran under the same handler (the parent of their
+ * run agent).  Not every one: a command may come before the last
+ * handler has said it is idle, and then gets a new one.  And no more
+ * than CHAN_IDLE_MAX (4) are kept after many at once: the others end.
+ */
+IT_TEST(exec, fast_path_keeps_a_few_handlers)
+{
+	const char *s = it_session();
+	char seen[6][32];
+	int same = 0, kept = -1;
+	it_result r;
+
+	warm(s);
+	if (!fast_path_on())
+		return; /* no handlers: the engine's exec */
+	for (int i = 0; i < 6; i++) {
+		r = it_hutch("exec", s, "--", "sh", "-c",
+			     "set -- $(cat /proc/$PPID/stat); echo $4", NULL);
+		IT_ASSERT_EXIT(r, 0, "the run agent's parent");
+		snprintf(seen[i], sizeof(seen[i]), "%s", r.out);
+		for (int j = 0; j < i; j++)
+			same |= !strcmp(seen[i], seen[j]);
+		it_result_free(&r);
+	}
+	cr_assert(same, "six commands, six handlers: none was kept (%s...)",
+		  seen[0]);
+	/* Twelve at once: twelve handlers, then at most four kept.  They
+	 * go as they say they are idle: look until they have. */
+	r = it_hutch("exec", s, "--", "sh", "-c", "true", NULL);
+	it_result_free(&r);
+	{
+		it_proc p[12];
+		const char *args[] = { "exec", s, "--", "sleep", "1", NULL };
+
+		for (int i = 0; i < 12; i++)
+			it_spawn(&p[i], NULL, args);
+		for (int i = 0; i < 12; i++) {
+			r = it_wait(&p[i]);
+			IT_ASSERT_EXIT(r, 0, "one of twelve at once");
+			it_result_free(&r);
+		}
+	}
+	for (int tries = 0; tries < 50 && (kept < 0 || kept > 4); tries++) {
+		/* Children of PID 1 in its session: handlers; less this
+		 * command's own (its run agent's parent). */
+		r = it_hutch("exec", s, "--", "sh", "-c",
+			     "set -- $(cat /proc/$PPID/stat); mine=$4; n=0; "
+			     "for d in /proc/[0-9]*; do "
+			     "set -- $(cat $d/stat 2>/dev/null); "
+			     "[ \"$4 $6\" = \"1 1\" ] && [ $1 != $mine ] && "
+			     "n=$((n+1)); done; echo $n",
+			     NULL);
+		IT_ASSERT_EXIT(r, 0, "count the handlers");
+		kept = atoi(r.out);
+		it_result_free(&r);
+		if (kept > 4)
+			it_sleep(0.1);
+	}
+	cr_assert(kept >= 0 && kept <= 4, "%d handlers kept idle", kept);
+}
+
+/*
  * On the fast path the "run" agent of a command is a fork of the
  * channel's handler, not an exec of the agent (src/agent/chan.c,
  * run_in_fork): named in PID 1's room as an exec'd agent is named
