@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -91,13 +92,24 @@
  */
 #define CHAN_IDLE_MAX 4
 struct handler_slot {
-	pid_t pid; /* 0: a free slot */
-	int ctl;   /* PID 1's end of its socket, -1: none (not kept) */
-	bool idle; /* waiting on ctl for a connection */
+	pid_t pid;    /* 0: a free slot */
+	uint32_t gen; /* which fork this is (idle_note) */
+	int ctl;      /* PID 1's end of its socket, -1: none (not kept) */
+	bool idle;    /* waiting on ctl for a connection */
 };
 static struct handler_slot handlers[AGENT_CHAN_HANDLERS_MAX];
 static unsigned int n_handlers, n_idle;
+/* A handler's note: its pid and its fork's number, so that the note of
+ * one that ended since cannot be taken for a new handler given its pid
+ * (a wrapped pid counter), which would then be counted idle while it
+ * serves. */
+struct idle_note {
+	pid_t pid;
+	uint32_t gen;
+};
 static int idle_note[2] = { -1, -1 };
+/* PID 1: the number of the last fork; in a handler, its own. */
+static uint32_t handler_gen;
 /* In a handler: how many other handlers were serving when its connection
  * came (HELLO's busy, what "hutch gc" asks). */
 static unsigned int busy_at_fork;
@@ -183,16 +195,16 @@ static void let_go(struct handler_slot *h)
 
 void agent_chan_idled(void)
 {
-	pid_t pid;
+	struct idle_note n;
 
-	/* Whole pids: a pipe write of a few bytes is atomic.  Only handlers
+	/* Whole notes: a pipe write of a few bytes is atomic.  Only handlers
 	 * hold the pipe's write end (close-on-exec; /proc/1/fd is closed to
-	 * the sandbox as we are not dumpable), and a pid that is not a
+	 * the sandbox as we are not dumpable), and a note that is not a
 	 * serving handler's is ignored. */
-	while (read(idle_note[0], &pid, sizeof(pid)) == sizeof(pid)) {
-		struct handler_slot *h = find_slot(pid);
+	while (read(idle_note[0], &n, sizeof(n)) == sizeof(n)) {
+		struct handler_slot *h = find_slot(n.pid);
 
-		if (!h || h->idle || h->ctl < 0)
+		if (!h || h->gen != n.gen || h->idle || h->ctl < 0)
 			continue;
 		if (n_idle >= CHAN_IDLE_MAX) {
 			let_go(h);
@@ -391,6 +403,7 @@ void agent_chan_accept(int lfd, int sfd)
 			if (!handlers[i].pid)
 				h = &handlers[i];
 		busy_at_fork = n_handlers - n_idle;
+		handler_gen++;
 		/* No socket: a handler for this connection only. */
 		if (idle_note[1] >= 0 &&
 		    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) <
@@ -425,7 +438,9 @@ void agent_chan_accept(int lfd, int sfd)
 		}
 		if (sv[1] >= 0)
 			close(sv[1]);
-		*h = (struct handler_slot){ .pid = pid, .ctl = sv[0] };
+		*h = (struct handler_slot){ .pid = pid,
+					    .gen = handler_gen,
+					    .ctl = sv[0] };
 		n_handlers++;
 		close(fd);
 	}
@@ -1318,6 +1333,8 @@ static void linger_close(int conn, int ms)
 		if (poll(&pf, 1, (int)left + 1) < 0 && errno != EINTR)
 			break;
 	}
+	/* What hutch sent last, dropped: nothing of it is kept. */
+	explicit_bzero(sink, sizeof(sink));
 	close(conn);
 }
 
@@ -1356,6 +1373,12 @@ static int handler_prepare(struct handler *h)
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	h->sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* A kept handler must not keep a connection's output and input
+	 * (obuf, ibuf): with a fixed threshold they are mapped for each
+	 * connection and unmapped at their free, their pages gone.  glibc
+	 * would otherwise raise the threshold at the first such free and
+	 * serve them from the heap from then on, old bytes and all. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	return h->sfd < 0 ? -1 : 0;
 }
 
@@ -1415,7 +1438,7 @@ static int next_conn(int ctl)
 static void __attribute__((noreturn)) handler_main(int conn)
 {
 	struct handler *h = &the_handler;
-	pid_t me = getpid();
+	struct idle_note me = { getpid(), handler_gen };
 
 	if (handler_prepare(h) < 0)
 		_exit(0);
