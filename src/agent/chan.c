@@ -326,27 +326,42 @@ static void refuse_busy_now(int fd, const char *why)
 	}
 }
 
-/* Pass @fd and @busy over @ctl (SCM_RIGHTS): 0, or -1. */
-static int pass_conn(int ctl, int fd, uint32_t busy)
-{
+/* The one message PID 1 sends a kept handler: a connection's fd
+ * (SCM_RIGHTS) and HELLO's busy count. */
+struct conn_msg {
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct iovec iov = { &busy, sizeof(busy) };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	uint32_t busy;
+	struct iovec iov;
+	struct msghdr m;
+};
+
+static void conn_msg_init(struct conn_msg *cm)
+{
+	memset(cm, 0, sizeof(*cm));
+	cm->iov = (struct iovec){ &cm->busy, sizeof(cm->busy) };
+	cm->m.msg_iov = &cm->iov;
+	cm->m.msg_iovlen = 1;
+	cm->m.msg_control = cm->u.buf;
+	cm->m.msg_controllen = sizeof(cm->u.buf);
+}
+
+/* Pass @fd and @busy over @ctl: 0, or -1. */
+static int pass_conn(int ctl, int fd, uint32_t busy)
+{
+	struct conn_msg cm;
 	struct cmsghdr *c;
 
-	memset(&u, 0, sizeof(u));
-	c = CMSG_FIRSTHDR(&m);
+	conn_msg_init(&cm);
+	cm.busy = busy;
+	c = CMSG_FIRSTHDR(&cm.m);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(ctl, &m, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+	return sendmsg(ctl, &cm.m, MSG_DONTWAIT | MSG_NOSIGNAL) ==
 			       (ssize_t)sizeof(busy) ?
 		       0 :
 		       -1;
@@ -1404,29 +1419,22 @@ int agent_chan_serve(int conn, const char *bin_dir, int req_timeout_ms)
  * (EOF) or something is wrong; either way this handler ends. */
 static int next_conn(int ctl)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	uint32_t busy;
-	struct iovec iov = { &busy, sizeof(busy) };
-	struct msghdr m = { .msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct conn_msg cm;
 	struct cmsghdr *c;
 	ssize_t n;
 	int fd;
 
+	conn_msg_init(&cm);
 	do
-		n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
+		n = recvmsg(ctl, &cm.m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	c = n == (ssize_t)sizeof(busy) ? CMSG_FIRSTHDR(&m) : NULL;
+	c = n == (ssize_t)sizeof(cm.busy) ? CMSG_FIRSTHDR(&cm.m) : NULL;
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
+	    c->cmsg_len != CMSG_LEN(sizeof(int)) ||
+	    (cm.m.msg_flags & MSG_CTRUNC))
 		return -1;
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	busy_at_fork = busy;
+	busy_at_fork = cm.busy;
 	return fd;
 }
 
