@@ -4,8 +4,8 @@
  * PID 1 ("sleep", run.c) serves a unix socket at HUTCH_CHAN_PATH, on the
  * session's system volume, which hutch on the engine's host reaches
  * through the volume's mount point.  Every connection hutch makes gets a
- * handler, a fork of PID 1, that does what an engine's exec of an agent
- * command line would: runs it (execve, PID 1's environment plus the
+ * handler, a fork of PID 1 (one kept from an earlier connection, or a new
+ * one), that does what an engine's exec of an agent command line would: runs it (execve, PID 1's environment plus the
  * request's; a "run" of this very agent as a fork, run_in_fork), relays
  * its stdin, stdout and stderr (Docker's multiplexed frames) or a
  * terminal, and reports its exit status as an engine's ExitCode.  Frames
@@ -18,8 +18,8 @@
  * under HUTCH_AGENT_BIN_DIR is ever executed.
  *
  * PID 1 never blocks on a connection: it accepts (non-blocking), checks
- * the peer, forks, and goes back to its loop; all reading and writing is
- * the handler's.  Every fd made here is close-on-exec, so none reaches a
+ * the peer, passes it to a kept handler or forks one, and goes back to
+ * its loop; all reading and writing is the handler's.  Every fd made here is close-on-exec, so none reaches a
  * command.
  */
 #include <errno.h>
@@ -84,11 +84,12 @@
  * `ctl` socket, with HELLO's busy count): on the channel a command's
  * cost is mostly starting processes, and a fork of PID 1 and its exit
  * are one of the three (doc/internals.md, "What a command costs
- * there").  It says it is idle by writing its pid to `idle_note`; until
- * then PID 1 counts it as serving.  One kept must be as good as a new
- * one: handler_serve() leaves nothing of its connection behind (every fd
- * closed, its process reaped, the request's bytes wiped), and a handler
- * whose connection did not end cleanly is not kept.
+ * there").  It says it is idle by writing its note to `idle_note`;
+ * until then PID 1 counts it as serving.  One kept must be as good as a
+ * new one: handler_serve() leaves nothing of its connection behind (every
+ * fd closed, its process reaped, the request's bytes wiped, its buffers
+ * unmapped: handler_prepare), and a handler whose connection did not end
+ * cleanly is not kept.
  */
 #define CHAN_IDLE_MAX 4
 struct handler_slot {
