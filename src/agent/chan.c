@@ -5,8 +5,9 @@
  * session's system volume, which hutch on the engine's host reaches
  * through the volume's mount point.  Every connection hutch makes gets a
  * handler, a fork of PID 1 (one kept from an earlier connection, or a new
- * one), that does what an engine's exec of an agent command line would: runs it (execve, PID 1's environment plus the
- * request's; a "run" of this very agent as a fork, run_in_fork), relays
+ * one), that does what an engine's exec of an agent command line would:
+ * runs it (execve, PID 1's environment plus the request's; a "run" of
+ * this very agent as a fork, run_in_fork), relays
  * its stdin, stdout and stderr (Docker's multiplexed frames) or a
  * terminal, and reports its exit status as an engine's ExitCode.  Frames
  * and order: src/shared/agent_protocol.h and doc/agent-protocol.md, "The
@@ -19,8 +20,8 @@
  *
  * PID 1 never blocks on a connection: it accepts (non-blocking), checks
  * the peer, passes it to a kept handler or forks one, and goes back to
- * its loop; all reading and writing is the handler's.  Every fd made here is close-on-exec, so none reaches a
- * command.
+ * its loop; all reading and writing is the handler's.  Every fd made
+ * here is close-on-exec, so none reaches a command.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +114,7 @@ static int idle_note[2] = { -1, -1 };
 static uint32_t handler_gen;
 /* In a handler: how many other handlers were serving when its connection
  * came (HELLO's busy, what "hutch gc" asks). */
-static unsigned int busy_at_fork;
+static unsigned int hello_busy;
 /* In a handler: its end of ctl, -1 for one used once. */
 static int handler_ctl = -1;
 
@@ -418,7 +419,7 @@ void agent_chan_accept(int lfd, int sfd)
 		for (unsigned int i = 0; !h; i++)
 			if (!handlers[i].pid)
 				h = &handlers[i];
-		busy_at_fork = n_handlers - n_idle;
+		hello_busy = n_handlers - n_idle;
 		handler_gen++;
 		/* No socket: a handler for this connection only. */
 		if (idle_note[1] >= 0 &&
@@ -686,7 +687,7 @@ static int send_hello(int conn)
 	put_u32(buf, HUTCH_CHAN_VERSION);
 	put_u32(buf + 4, (uint32_t)getuid());
 	put_u32(buf + 8, (uint32_t)getgid());
-	put_u32(buf + 12, busy_at_fork);
+	put_u32(buf + 12, hello_busy);
 	memcpy(buf + 16, u.nodename, hlen);
 	return send_frame(conn, HUTCH_CHAN_HELLO, buf, 16 + hlen);
 }
@@ -1435,7 +1436,7 @@ static int next_conn(int ctl)
 	    (cm.m.msg_flags & MSG_CTRUNC))
 		return -1;
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	busy_at_fork = cm.busy;
+	hello_busy = cm.busy;
 	return fd;
 }
 

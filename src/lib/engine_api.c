@@ -759,13 +759,13 @@ int hutch__api_image_import(hutch_engine *e, const char *ref,
 }
 
 int hutch__api_image_change(int podman, const char *instr, const char *key,
-			    const char *value, char **out)
+			    size_t keylen, const char *value, char **out)
 {
 	hutch_buf b = HUTCH_BUF_INIT(1u << 20);
 	int bad;
 
-	bad = hutch__buf_printf(&b, "%s %s%s", instr, key ? key : "",
-				key ? "=" : "") < 0;
+	bad = hutch__buf_printf(&b, "%s %.*s%s", instr, key ? (int)keylen : 0,
+				key ? key : "", key ? "=" : "") < 0;
 	if (podman) {
 		/* Measured with Podman 4.3: ENV K="V" gives V whatever it
 		 * holds (quotes, backslashes and '$' kept); WORKDIR and USER

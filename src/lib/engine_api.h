@@ -189,7 +189,8 @@ int hutch__api_image_import(hutch_engine *e, const char *ref,
 			    hutch_error **err);
 /*
  * One instruction of an import's `changes` that carries a value
- * (ENV KEY=VALUE, WORKDIR, USER; @key only for ENV), in *@out (free it),
+ * (ENV KEY=VALUE, WORKDIR, USER; @key, @keylen bytes, only for ENV), in
+ * *@out (free it),
  * so that the image gets @value byte for byte: the engines read these
  * differently.  Docker parses them as a Dockerfile would (quotes,
  * backslashes and $VARIABLE expansion); Podman strips one pair of double
@@ -198,7 +199,7 @@ int hutch__api_image_import(hutch_engine *e, const char *ref,
  * 0, or -1 (out of memory).
  */
 int hutch__api_image_change(int podman, const char *instr, const char *key,
-			    const char *value, char **out);
+			    size_t keylen, const char *value, char **out);
 /* DELETE /images/IMAGE (`image` checked as for inspect). */
 int hutch__api_image_remove(hutch_engine *e, const char *image, int force,
 			    const char *what, hutch_error **err);

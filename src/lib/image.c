@@ -754,20 +754,19 @@ static int make_changes(hutch_engine *e, const hutch_image_import_options *o,
 	 * NULL (or undefined, asprintf) and uncounted. */
 	for (size_t i = 0; !bad && o && i < o->env_count; i++) {
 		const char *eq = strchr(o->env[i], '='); /* check_opts */
-		char *key = strndup(o->env[i], (size_t)(eq - o->env[i]));
 
-		bad = !key || hutch__api_image_change(podman, "ENV", key,
-						      eq + 1, &c[k]) < 0;
+		bad = hutch__api_image_change(podman, "ENV", o->env[i],
+					      (size_t)(eq - o->env[i]), eq + 1,
+					      &c[k]) < 0;
 		k += !bad;
-		free(key);
 	}
 	if (!bad && o && o->workdir) {
-		bad = hutch__api_image_change(podman, "WORKDIR", NULL,
+		bad = hutch__api_image_change(podman, "WORKDIR", NULL, 0,
 					      o->workdir, &c[k]) < 0;
 		k += !bad;
 	}
 	if (!bad && o && o->user) {
-		bad = hutch__api_image_change(podman, "USER", NULL, o->user,
+		bad = hutch__api_image_change(podman, "USER", NULL, 0, o->user,
 					      &c[k]) < 0;
 		k += !bad;
 	}
